@@ -1,0 +1,97 @@
+"""What the agent loop reports while it runs.
+
+The terminal UI, the JSONL printer and the session file all consume these same objects,
+so what a script sees on stdout is exactly what the REPL showed and what was saved.
+Field names are the public JSONL schema (DESIGN.md): flat, one object per line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+STATUSES = ("done", "max_turns", "stuck", "error", "interrupted")
+
+
+@dataclass(frozen=True)
+class AgentEvent:
+    type: ClassVar[str] = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, **asdict(self)}
+
+
+@dataclass(frozen=True)
+class SessionStarted(AgentEvent):
+    type: ClassVar[str] = "session"
+    id: str
+    model: str
+    workspace: str
+
+
+@dataclass(frozen=True)
+class TextDelta(AgentEvent):
+    type: ClassVar[str] = "text"
+    text: str
+
+
+@dataclass(frozen=True)
+class ReasoningDelta(AgentEvent):
+    type: ClassVar[str] = "reasoning"
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallEvent(AgentEvent):
+    type: ClassVar[str] = "tool_call"
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    salvaged: bool = False
+
+
+@dataclass(frozen=True)
+class ToolResultEvent(AgentEvent):
+    type: ClassVar[str] = "tool_result"
+    id: str
+    is_error: bool
+    content: str
+
+
+@dataclass(frozen=True)
+class Diagnostic(AgentEvent):
+    type: ClassVar[str] = "diagnostic"
+    message: str
+
+
+@dataclass(frozen=True)
+class TurnFinished(AgentEvent):
+    type: ClassVar[str] = "turn"
+    prompt_tokens: int
+    cached_tokens: int
+    completion_tokens: int
+    ms: int
+
+
+@dataclass(frozen=True)
+class RunFinished(AgentEvent):
+    type: ClassVar[str] = "result"
+    status: str
+    turns: int
+    tool_calls: int
+    prompt_tokens: int
+    cached_tokens: int
+    completion_tokens: int
+    duration_ms: int
+    final_text: str
+    error: str | None = field(default=None)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = super().to_dict()
+        if data["error"] is None:
+            del data["error"]
+        return data
+
+
+Emit = Callable[[AgentEvent], None]

@@ -1,0 +1,112 @@
+"""`bosun run`: one prompt, no screen needed; events out, an exit code that means something."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent import events as ev
+from agent.history import Message, System, ToolCall
+from agent.output import JsonlPrinter, TextPrinter
+from agent.prompt import system_prompt
+from agent.runtime import Agent, Approval, Budget
+from agent.session import SessionLog, new_session_id
+from agent.tools import Tool, default_registry
+from drivers import open_driver
+from drivers.base import UsageError
+
+EXIT_CODES = {"done": 0, "error": 1, "max_turns": 3, "stuck": 3, "interrupted": 130}
+
+
+@dataclass
+class RunOptions:
+    prompt: str
+    model: str
+    workspace: Path
+    output: str = "text"
+    max_turns: int = 30
+    approve: str = "ask"
+    constrain: str = "auto"
+    trace: Path | None = None
+
+
+def check_workspace(path: Path) -> Path:
+    if not path.exists():
+        raise UsageError(f"workspace does not exist: {path}")
+    if not path.is_dir():
+        raise UsageError(f"workspace is not a directory: {path}")
+    return path.resolve()
+
+
+def trace_writer(path: Path) -> Callable[[dict[str, Any]], None]:
+    """Append one JSON line per model call; the file is opened per write so a crash
+    leaves every completed call on disk."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.open("a", encoding="utf-8").close()
+    except OSError as exc:
+        raise UsageError(f"cannot write trace file {path}: {exc.strerror}") from None
+
+    def write(record: dict[str, Any]) -> None:
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+    return write
+
+
+def terminal_approver(call: ToolCall, tool: Tool) -> Approval:
+    args = json.dumps(call.arguments, ensure_ascii=False)
+    sys.stderr.write(f"Allow {call.name} {args}? [y]es / [n]o / [a]lways: ")
+    sys.stderr.flush()
+    answer = sys.stdin.readline().strip().lower()
+    return {"y": "yes", "yes": "yes", "a": "always", "always": "always"}.get(answer, "no")
+
+
+def project_instructions(workspace: Path) -> tuple[str, str]:
+    for name in ("AGENTS.md", "BOSUN.md"):
+        path = workspace / name
+        if path.is_file():
+            return path.read_text(encoding="utf-8", errors="replace")[:16_000], name
+    return "", "AGENTS.md"
+
+
+def run_once(opts: RunOptions) -> int:
+    workspace = check_workspace(opts.workspace)
+    trace = trace_writer(opts.trace) if opts.trace is not None else None
+    printer: Callable[[ev.AgentEvent], None] = (
+        JsonlPrinter() if opts.output == "jsonl" else TextPrinter()
+    )
+    driver = open_driver(opts.model)
+    session = SessionLog(new_session_id())
+
+    def emit(event: ev.AgentEvent) -> None:
+        session.event(event)
+        printer(event)
+
+    instructions, source = project_instructions(workspace)
+    history: list[Message] = []
+    interactive = sys.stdin.isatty() and sys.stderr.isatty()
+    agent = Agent(
+        driver=driver,
+        tools=default_registry(),
+        workspace=workspace,
+        history=history,
+        emit=emit,
+        budget=Budget(max_turns=opts.max_turns),
+        approve=opts.approve,
+        approver=terminal_approver if interactive else None,
+        on_message=session.message,
+        trace=trace,
+    )
+    try:
+        emit(ev.SessionStarted(session.id, driver.model, str(workspace)))
+        agent.add(System(system_prompt(str(workspace), instructions, source)))
+        result = agent.run(opts.prompt)
+    finally:
+        session.close()
+        driver.close()
+    return EXIT_CODES.get(result.status, 1)

@@ -1,0 +1,69 @@
+"""File tools. Paths are relative to the workspace and never leave it."""
+
+from __future__ import annotations
+
+from agent.permissions import resolve_in_workspace
+from agent.tools.registry import ToolContext, ToolError, tool
+
+MAX_READ_BYTES = 256 * 1024
+MAX_LIST_ENTRIES = 500
+
+
+def _is_binary(head: bytes) -> bool:
+    return b"\x00" in head
+
+
+@tool("read")
+def read_file(ctx: ToolContext, path: str, offset: int = 1, limit: int = 2000) -> str:
+    """Read a text file from the workspace, with line numbers.
+
+    Args:
+        path: file path relative to the workspace root
+        offset: first line to show (1-based)
+        limit: how many lines to show at most
+    """
+    real = resolve_in_workspace(ctx.workspace, path)
+    if not real.exists():
+        raise ToolError(f"{path}: no such file")
+    if real.is_dir():
+        raise ToolError(f"{path} is a directory; use list_dir")
+    with real.open("rb") as fh:
+        data = fh.read(MAX_READ_BYTES + 1)
+    if _is_binary(data[:8192]):
+        raise ToolError(f"{path} is a binary file; not shown")
+    truncated = len(data) > MAX_READ_BYTES
+    text = data[:MAX_READ_BYTES].decode("utf-8", errors="replace")
+    lines = text.splitlines()
+    start = max(offset, 1)
+    shown = lines[start - 1 : start - 1 + max(limit, 0)]
+    width = len(str(start + len(shown)))
+    body = "\n".join(f"{n:>{width}}\t{line}" for n, line in enumerate(shown, start))
+    notes: list[str] = []
+    if not lines:
+        notes.append("(empty file)")
+    elif start - 1 + len(shown) < len(lines):
+        notes.append(f"(showing lines {start}-{start + len(shown) - 1} of {len(lines)})")
+    if truncated:
+        notes.append(f"(file is larger than {MAX_READ_BYTES} bytes; the rest is not shown)")
+    return "\n".join([body, *notes]) if body else "\n".join(notes)
+
+
+@tool("read")
+def list_dir(ctx: ToolContext, path: str = ".") -> str:
+    """List a directory of the workspace; folders end with "/".
+
+    Args:
+        path: directory path relative to the workspace root
+    """
+    real = resolve_in_workspace(ctx.workspace, path)
+    if not real.exists():
+        raise ToolError(f"{path}: no such directory")
+    if not real.is_dir():
+        raise ToolError(f"{path} is a file; use read_file")
+    entries = sorted(real.iterdir(), key=lambda p: (not p.is_dir(), p.name))
+    names = [p.name + ("/" if p.is_dir() else "") for p in entries if p.name != ".git"]
+    if not names:
+        return "(empty directory)"
+    extra = len(names) - MAX_LIST_ENTRIES
+    shown = names[:MAX_LIST_ENTRIES]
+    return "\n".join(shown + ([f"(and {extra} more)"] if extra > 0 else []))

@@ -1,0 +1,165 @@
+"""Tools are typed Python functions; their JSON schema comes from the signature.
+
+A tool's name is its function name, its description the docstring's first paragraph.
+Arguments are validated against the schema before the call, so a model's mistake comes
+back to it as a precise error ToolResult instead of a Python TypeError.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+import typing
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import jsonschema
+
+from agent.errors import ToolError
+from agent.history import ToolCall, ToolResult
+from agent.permissions import ToolKind
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What every tool gets besides its arguments."""
+
+    workspace: Path
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    func: Callable[..., str]
+    kind: ToolKind
+
+    def spec(self) -> dict[str, Any]:
+        """OpenAI-style tool definition, as chat templates and servers expect."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+_JSON_TYPES: dict[Any, dict[str, Any]] = {
+    str: {"type": "string"},
+    int: {"type": "integer"},
+    float: {"type": "number"},
+    bool: {"type": "boolean"},
+}
+
+
+def _schema_for(annotation: Any) -> dict[str, Any]:
+    if annotation in _JSON_TYPES:
+        return dict(_JSON_TYPES[annotation])
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin in (types.UnionType, typing.Union):
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) == 1:
+            return _schema_for(rest[0])
+    if origin is list and len(args) == 1:
+        return {"type": "array", "items": _schema_for(args[0])}
+    if origin is Literal:
+        return {"type": "string", "enum": list(args)}
+    raise TypeError(f"unsupported tool parameter type: {annotation!r}")
+
+
+def _param_docs(doc: str) -> dict[str, str]:
+    """Parameter descriptions from an "Args:" section (Google style)."""
+    out: dict[str, str] = {}
+    in_args = False
+    for line in doc.splitlines():
+        stripped = line.strip()
+        if stripped in ("Args:", "Arguments:"):
+            in_args = True
+            continue
+        if in_args:
+            if not stripped:
+                break
+            name, sep, text = stripped.partition(":")
+            if sep and name.isidentifier():
+                out[name] = text.strip()
+    return out
+
+
+def tool(kind: ToolKind) -> Callable[[Callable[..., str]], Tool]:
+    """Declare a tool. The function's first parameter is the ToolContext."""
+
+    def wrap(func: Callable[..., str]) -> Tool:
+        doc = inspect.getdoc(func) or ""
+        hints = typing.get_type_hints(func)
+        params = list(inspect.signature(func).parameters.values())[1:]
+        docs = _param_docs(doc)
+        properties: dict[str, Any] = {}
+        required: list[str] = []
+        for p in params:
+            schema = _schema_for(hints[p.name])
+            if p.name in docs:
+                schema["description"] = docs[p.name]
+            properties[p.name] = schema
+            if p.default is inspect.Parameter.empty:
+                required.append(p.name)
+        parameters = {
+            "type": "object",
+            "properties": properties,
+            "required": required,
+            "additionalProperties": False,
+        }
+        description = doc.split("\n\n", 1)[0].replace("\n", " ").strip()
+        return Tool(func.__name__, description, parameters, func, kind)
+
+    return wrap
+
+
+class ToolRegistry:
+    def __init__(self, tools: Iterable[Tool]) -> None:
+        self._tools = {t.name: t for t in tools}
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def specs(self) -> list[dict[str, Any]]:
+        return [t.spec() for t in self._tools.values()]
+
+    def validate(self, call: ToolCall) -> str | None:
+        """None when the call may run; otherwise the error to send back to the model."""
+        t = self._tools.get(call.name)
+        if t is None:
+            return f"unknown tool {call.name!r}; available tools: {', '.join(self._tools)}"
+        try:
+            jsonschema.validate(call.arguments, t.parameters)
+        except jsonschema.ValidationError as exc:
+            where = "/".join(str(p) for p in exc.absolute_path)
+            return f"invalid arguments for {call.name}: {exc.message}" + (
+                f" (at {where})" if where else ""
+            )
+        return None
+
+    def execute(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
+        """Run a validated call. Model-caused failures become error results."""
+        problem = self.validate(call)
+        if problem is not None:
+            return ToolResult(call.id, f"Error: {problem}", is_error=True)
+        t = self._tools[call.name]
+        try:
+            return ToolResult(call.id, t.func(ctx, **call.arguments))
+        except ToolError as exc:
+            return ToolResult(call.id, f"Error: {exc}", is_error=True)
+        except OSError as exc:
+            return ToolResult(call.id, f"Error: {exc.strerror or exc}", is_error=True)

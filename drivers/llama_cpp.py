@@ -1,0 +1,228 @@
+"""In-process llama-cpp-python: the embedded default backend.
+
+bosun drives the token loop itself (`Llama.generate`) instead of `create_completion`
+because it needs three things that API hides: special tokens kept in the text (Harmony
+and Qwen markers must reach the parser intact), an exact count of the prompt tokens the
+KV cache already held, and stop strings matched without losing a token.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import ctypes
+import os
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from drivers.base import Chunk, DriverError, Usage, UsageError
+from drivers.bundled import resolve_model
+
+DEFAULT_CTX = 8192
+_LOAD_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _without_extra_buffer_types() -> Iterator[None]:
+    """Load models with llama.cpp's `use_extra_bufts = False`.
+
+    Builds of llama.cpp compiled with -march=native on CPUs that report AMX route matmuls
+    through `ggml_backend_amx_mul_mat`, which segfaults on any multi-token prompt
+    (llama-cpp-python 0.3.36). The extra buffer types are what select that path; without
+    them the ordinary CPU kernels run. `Llama.__init__` does not expose the field, but it
+    builds its params from `llama_model_default_params()`, so that call is wrapped for the
+    duration of one (locked) model load.
+    """
+    import llama_cpp.llama_cpp as low
+
+    original = low.llama_model_default_params
+
+    def params() -> Any:
+        p = original()
+        p.use_extra_bufts = False
+        return p
+
+    with _LOAD_LOCK:
+        low.llama_model_default_params = params
+        try:
+            yield
+        finally:
+            low.llama_model_default_params = original
+
+
+def load_llama(path: Path, *, n_ctx: int, n_gpu_layers: int, n_threads: int) -> Any:
+    from llama_cpp import Llama
+
+    with _without_extra_buffer_types():
+        return Llama(
+            model_path=str(path),
+            n_ctx=n_ctx,
+            n_gpu_layers=n_gpu_layers,
+            n_threads=n_threads,
+            n_threads_batch=n_threads,
+            verbose=False,
+        )
+
+
+def _gpu_offload_supported() -> bool:
+    import llama_cpp
+
+    return bool(llama_cpp.llama_supports_gpu_offload())
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _held_back(text: str, stops: Sequence[str]) -> int:
+    """Length of the longest suffix of `text` that could still grow into a stop string."""
+    keep = 0
+    for s in stops:
+        for k in range(min(len(s) - 1, len(text)), keep, -1):
+            if text.endswith(s[:k]):
+                keep = k
+                break
+    return keep
+
+
+class LlamaDriver:
+    supports_grammar = True
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        model: str | None = None,
+        n_ctx: int | None = None,
+        n_gpu_layers: int | None = None,
+        n_threads: int | None = None,
+        temperature: float = 0.0,
+    ) -> None:
+        if not path.is_file():
+            raise UsageError(f"model file not found: {path}")
+        self.path = path
+        self.model = model or path.stem
+        self.temperature = temperature
+        gpu = n_gpu_layers if n_gpu_layers is not None else (-1 if _gpu_offload_supported() else 0)
+        threads = n_threads or _cores()
+        wanted = n_ctx or DEFAULT_CTX
+        try:
+            self.llm = load_llama(path, n_ctx=wanted, n_gpu_layers=gpu, n_threads=threads)
+            trained = int(self.llm._model.n_ctx_train())
+            if n_ctx is None and 0 < trained < wanted:
+                self.llm.close()
+                self.llm = load_llama(path, n_ctx=trained, n_gpu_layers=gpu, n_threads=threads)
+        except (ValueError, RuntimeError) as exc:
+            raise UsageError(f"cannot load model {path}: not a usable GGUF file ({exc})") from None
+        self.n_ctx = int(self.llm.n_ctx())
+
+    def tokenize(self, text: str) -> list[int]:
+        return list(self.llm.tokenize(text.encode("utf-8"), add_bos=True, special=True))
+
+    def _piece(self, token: int) -> bytes:
+        import llama_cpp
+
+        size = 64
+        while True:
+            buf = ctypes.create_string_buffer(size)
+            n = llama_cpp.llama_token_to_piece(self.llm._model.vocab, token, buf, size, 0, True)
+            if n >= 0:
+                return buf.raw[:n]
+            size = -n
+
+    def _cached_prefix(self, tokens: list[int]) -> int:
+        held = self.llm._input_ids[: self.llm.n_tokens]
+        n = 0
+        for a, b in zip(held, tokens, strict=False):
+            if a != b:
+                break
+            n += 1
+        return min(n, len(tokens) - 1)  # llama.cpp re-evaluates the last prompt token
+
+    def stream(
+        self,
+        prompt: str,
+        *,
+        stop: Sequence[str] = (),
+        max_tokens: int = 1024,
+        grammar: str | None = None,
+    ) -> Iterator[Chunk]:
+        tokens = self.tokenize(prompt)
+        if len(tokens) >= self.n_ctx:
+            raise DriverError(
+                f"the prompt is {len(tokens)} tokens but the context holds {self.n_ctx};"
+                " start a new session or raise the context size"
+            )
+        return self._generate(
+            tokens, list(stop), min(max_tokens, self.n_ctx - len(tokens)), grammar
+        )
+
+    def _generate(
+        self, tokens: list[int], stops: list[str], max_tokens: int, grammar: str | None
+    ) -> Iterator[Chunk]:
+        import llama_cpp
+
+        start = time.perf_counter()
+        cached = self._cached_prefix(tokens)
+        compiled = None
+        if grammar is not None:
+            compiled = llama_cpp.LlamaGrammar.from_string(grammar, verbose=False)
+        vocab = self.llm._model.vocab
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        pending = ""
+        finish = "length"
+        produced = 0
+        gen = self.llm.generate(
+            tokens, temp=self.temperature, top_k=40, top_p=0.95, min_p=0.05, grammar=compiled
+        )
+        try:
+            for token in gen:
+                if llama_cpp.llama_vocab_is_eog(vocab, token):
+                    finish = "stop"
+                    break
+                produced += 1
+                pending += decoder.decode(self._piece(token))
+                cut = min((i for i in (pending.find(s) for s in stops if s) if i >= 0), default=-1)
+                if cut >= 0:
+                    if cut:
+                        yield Chunk(pending[:cut])
+                    pending = ""
+                    finish = "stop"
+                    break
+                keep = _held_back(pending, stops)
+                if len(pending) > keep:
+                    yield Chunk(pending[: len(pending) - keep])
+                    pending = pending[len(pending) - keep :]
+                if produced >= max_tokens:
+                    break
+        finally:
+            gen.close()
+        tail = pending + decoder.decode(b"", final=True)
+        usage = Usage(
+            prompt_tokens=len(tokens),
+            cached_tokens=cached,
+            completion_tokens=produced,
+            ms=(time.perf_counter() - start) * 1000,
+        )
+        yield Chunk(tail, usage=usage, finish_reason=finish)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.llm.close()
+
+
+def open_llama(spec: str, **options: Any) -> LlamaDriver:
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        raise UsageError(
+            "llama-cpp-python is not installed; run ./install.sh (see README)"
+        ) from None
+    path, name = resolve_model(spec)
+    return LlamaDriver(path, model=name, **options)

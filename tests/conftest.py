@@ -1,0 +1,40 @@
+"""Shared fixtures: every test gets its own bosun home, never the user's."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = REPO.parent / "shared" / "corpus"
+
+
+@pytest.fixture(autouse=True)
+def bosun_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path_factory.mktemp("bosun-home")
+    monkeypatch.setenv("BOSUN_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "notes.txt").write_text("hello from bosun\n", encoding="utf-8")
+    return ws
+
+
+@pytest.fixture
+def script_file(tmp_path: Path) -> Callable[..., Path]:
+    """Write a scripted-driver JSONL file from completions (str) or step dicts."""
+
+    def make(*steps: str | dict[str, object]) -> Path:
+        path = tmp_path / f"script-{len(list(tmp_path.glob('script-*')))}.jsonl"
+        lines = [json.dumps(s if isinstance(s, dict) else {"completion": s}) for s in steps]
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return path
+
+    return make

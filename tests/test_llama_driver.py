@@ -1,0 +1,92 @@
+"""The in-process llama-cpp driver on the real bundled model (CPU)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent.history import Assistant, System, User
+from agent.prompt import render
+from drivers.base import UsageError, collect
+from drivers.llama_cpp import _held_back
+
+pytest.importorskip("llama_cpp")
+pytestmark = pytest.mark.model
+
+
+@pytest.fixture(scope="module")
+def driver():
+    from drivers.llama_cpp import open_llama
+
+    d = open_llama("smollm2-135m")
+    yield d
+    d.close()
+
+
+def test_multi_token_prompt_does_not_crash() -> None:
+    """The AMX segfault regression: a real multi-token prompt, in a child process so a
+    native crash fails this test instead of killing the test run."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "agent", "selftest"], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, f"exit {proc.returncode}: {proc.stderr[-500:]}"
+    assert "tok/s" in proc.stdout
+
+
+def test_models_load_without_extra_buffer_types(driver) -> None:
+    import llama_cpp.llama_cpp as low
+
+    assert driver.llm.model_params.use_extra_bufts is False
+    assert low.llama_model_default_params().use_extra_bufts is True  # guard was undone
+
+
+def test_stream_and_usage(driver) -> None:
+    prompt = render([System("You are helpful."), User("Say hello.")])
+    chunks = list(driver.stream(prompt, max_tokens=8))
+    assert sum(1 for c in chunks if c.text) >= 1
+    last = chunks[-1]
+    assert last.usage is not None and last.finish_reason in ("stop", "length")
+    assert last.usage.prompt_tokens == len(driver.tokenize(prompt)) > 10
+    assert 0 < last.usage.completion_tokens <= 8
+
+
+def test_second_turn_reuses_the_kv_cache(driver) -> None:
+    history = [System("You are helpful."), User("What is 2+2?")]
+    first = collect(driver.stream(render(history), max_tokens=12))
+    history += [Assistant(first.text.strip() or "4"), User("And 3+3?")]
+    second = collect(driver.stream(render(history), max_tokens=12))
+    assert second.usage.cached_tokens > 0
+    # Everything up to the first turn's prompt was reused; only the new suffix ran.
+    assert second.usage.cached_tokens >= first.usage.prompt_tokens - 1
+
+
+def test_stop_strings_end_the_completion_and_are_not_emitted(driver) -> None:
+    prompt = render([System("You are helpful."), User("Count from 1 to 10, comma separated.")])
+    done = collect(driver.stream(prompt, stop=["5"], max_tokens=40))
+    assert "5" not in done.text
+    assert done.finish_reason == "stop"
+
+
+def test_corrupt_gguf_is_a_usage_error(tmp_path: Path) -> None:
+    from drivers.llama_cpp import open_llama
+
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(b"GGUF" + b"\x00" * 64)
+    with pytest.raises(UsageError, match=str(bad)):
+        open_llama(str(bad))
+
+
+@pytest.mark.parametrize(
+    ("text", "stops", "keep"),
+    [
+        ("abc", ["</x>"], 0),
+        ("abc<", ["</x>"], 1),
+        ("abc</x", ["</x>"], 3),
+        ("a<|im", ["<|im_end|>", "<"], 4),
+    ],
+)
+def test_held_back_is_the_longest_partial_stop(text: str, stops: list[str], keep: int) -> None:
+    assert _held_back(text, stops) == keep

@@ -1,0 +1,107 @@
+"""The agent loop on the scripted driver: events, history, budgets, refusals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent import events as ev
+from agent.history import Assistant, AssistantToolUse, ToolCall, ToolResult, User
+from agent.runtime import Budget
+from tests.helpers import make_agent, tool_call
+
+
+def kinds(events: list[ev.AgentEvent]) -> list[str]:
+    return [e.type for e in events]
+
+
+def test_tool_call_then_answer(workspace: Path) -> None:
+    agent, driver, events = make_agent(
+        ["Let me read it.\n" + tool_call("read_file", path="notes.txt"), "It says hello."],
+        workspace,
+    )
+    result = agent.run("What does notes.txt say?")
+    driver.assert_complete()
+    assert result.status == "done" and result.turns == 2 and result.tool_calls == 1
+    assert result.final_text == "It says hello."
+    assert kinds(events) == ["text", "turn", "tool_call", "tool_result", "text", "turn", "result"]
+    assert agent.history[1:] == [
+        User("What does notes.txt say?"),
+        Assistant("Let me read it."),
+        AssistantToolUse(ToolCall("call_1", "read_file", {"path": "notes.txt"})),
+        ToolResult("call_1", "1\thello from bosun"),
+        Assistant("It says hello."),
+    ]
+
+
+def test_turn_two_prompt_extends_turn_one(workspace: Path) -> None:
+    agent, driver, _ = make_agent([tool_call("list_dir"), "done"], workspace)
+    agent.run("list")
+    first, second = driver.prompts
+    assert second.startswith(first)
+    assert driver.calls[1].max_tokens == Budget().max_tokens
+
+
+def test_max_turns_stops_before_the_next_model_call(workspace: Path) -> None:
+    steps = [tool_call("read_file", path="notes.txt", offset=i) for i in range(1, 4)]
+    agent, driver, _ = make_agent(steps, workspace, budget=Budget(max_turns=2))
+    result = agent.run("loop")
+    assert result.status == "max_turns" and result.turns == 2
+    assert driver.remaining == 1  # the third completion was never requested
+
+
+def test_identical_calls_three_times_is_stuck(workspace: Path) -> None:
+    agent, driver, _ = make_agent([tool_call("list_dir", path=".")] * 4, workspace)
+    result = agent.run("loop")
+    assert result.status == "stuck" and result.tool_calls == 3
+    assert driver.remaining == 1
+
+
+def test_malformed_calls_go_back_to_the_model_then_stop(workspace: Path) -> None:
+    bad = '<tool_call>{"name": "read_file", "arguments": {"path": }</tool_call>'
+    agent, driver, events = make_agent([bad, bad, bad, "unused"], workspace)
+    result = agent.run("read")
+    assert result.status == "error" and result.turns == 3
+    diagnostics = [e for e in events if isinstance(e, ev.Diagnostic)]
+    assert len(diagnostics) == 3 and "not valid JSON" in diagnostics[0].message
+    assert "not valid JSON" in driver.prompts[1]  # the model was told what went wrong
+
+
+def test_a_good_call_resets_the_format_error_count(workspace: Path) -> None:
+    bad = "<tool_call>{oops}</tool_call>"
+    steps = [bad, bad, tool_call("list_dir"), bad, bad, "fine"]
+    agent, _, _ = make_agent(steps, workspace)
+    assert agent.run("x").status == "done"
+
+
+def test_truncated_call_is_never_executed(workspace: Path) -> None:
+    cut = '<tool_call>\n{"name": "read_file", "arguments": {"path": "notes.txt"}}'
+    agent, _, events = make_agent([{"completion": cut, "finish_reason": "length"}, "ok"], workspace)
+    result = agent.run("read")
+    assert result.tool_calls == 0
+    assert any("cut off" in e.message for e in events if isinstance(e, ev.Diagnostic))
+
+
+def test_unclosed_call_at_a_stop_string_runs(workspace: Path) -> None:
+    stopped = '<tool_call>\n{"name": "read_file", "arguments": {"path": "notes.txt"}}'
+    agent, _, _ = make_agent([stopped, "ok"], workspace)
+    assert agent.run("read").tool_calls == 1
+
+
+def test_unknown_tool_and_bad_arguments_are_error_results(workspace: Path) -> None:
+    agent, _, events = make_agent(
+        [tool_call("launch_rockets"), tool_call("read_file", path=3), "sorry"], workspace
+    )
+    agent.run("x")
+    results = [e for e in events if isinstance(e, ev.ToolResultEvent)]
+    assert [r.is_error for r in results] == [True, True]
+    assert "unknown tool 'launch_rockets'" in results[0].content
+    assert "invalid arguments for read_file" in results[1].content
+
+
+def test_paths_outside_the_workspace_are_refused(workspace: Path) -> None:
+    agent, _, events = make_agent(
+        [tool_call("read_file", path="../../etc/passwd"), "ok"], workspace
+    )
+    agent.run("x")
+    (result,) = [e for e in events if isinstance(e, ev.ToolResultEvent)]
+    assert result.is_error and "outside the workspace" in result.content
