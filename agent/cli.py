@@ -6,6 +6,7 @@ Every failure a user can cause ends in one line on stderr and a documented exit 
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from enum import StrEnum
@@ -163,3 +164,73 @@ def selftest(model: ModelOpt = "smollm2-135m") -> None:
     from agent.selftest import selftest as check
 
     typer.echo(check(model))
+
+
+def _table(rows: list[dict[str, str]], columns: list[str]) -> None:
+    """A rich table on a terminal; tab-separated lines (with a header) in a pipe."""
+    if not sys.stdout.isatty():
+        for row in [dict(zip(columns, columns, strict=True)), *rows]:
+            sys.stdout.write("\t".join(row.get(c, "") for c in columns) + "\n")
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(*columns, box=None, pad_edge=False)
+    for row in rows:
+        table.add_row(*(row.get(c, "") for c in columns))
+    Console(soft_wrap=True).print(table)
+
+
+@app.command()
+def models(
+    paths: Annotated[list[str] | None, typer.Argument(help="GGUF files to inspect too.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+) -> None:
+    """Bundled and given models, with the template, tool format and flags bosun uses."""
+    from agent.inspect import models_rows
+
+    rows = models_rows(paths or [])
+    if json_out:
+        for row in rows:
+            typer.echo(json.dumps(row))
+        return
+    cols = ["model", "size", "rule", "template", "tool_format", "wire_remap", "stop", "path"]
+    _table(rows, cols)
+
+
+@app.command()
+def render(
+    model: ModelOpt = "smollm2-135m",
+    session: Annotated[str | None, typer.Option(help="Render this session's history.")] = None,
+    messages: Annotated[
+        Path | None, typer.Option(help="Render a JSON list of messages (history format).")
+    ] = None,
+) -> None:
+    """Print the exact prompt a model would be sent (wire form where it applies)."""
+    from agent.inspect import render_command
+
+    sys.stdout.write(render_command(model, session, messages))
+
+
+sessions_app = typer.Typer(help="Past sessions (append-only JSONL files).", no_args_is_help=True)
+app.add_typer(sessions_app, name="sessions")
+
+
+@sessions_app.command("list")
+def sessions_list() -> None:
+    """List saved sessions, oldest first."""
+    from agent.inspect import sessions_rows
+
+    _table(sessions_rows(), ["id", "model", "workspace", "prompt"])
+
+
+@sessions_app.command("show")
+def sessions_show(
+    session_id: Annotated[str, typer.Argument(help="Session id (or prefix).")],
+) -> None:
+    """Print a session's structured history as JSON lines."""
+    from agent.history import message_to_dict
+    from agent.inspect import session_history
+
+    for message in session_history(session_id):
+        typer.echo(json.dumps(message_to_dict(message), ensure_ascii=False))

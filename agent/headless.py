@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agent import events as ev
-from agent.history import Message, System, ToolCall
+from agent.capabilities import model_info
+from agent.gguf import GGUFError
+from agent.grammar import tool_call_grammar
+from agent.history import Message, System, ToolCall, User
 from agent.output import JsonlPrinter, TextPrinter
 from agent.prompt import system_prompt
 from agent.runtime import Agent, Approval, Budget
 from agent.session import SessionLog, new_session_id
-from agent.tools import Tool, default_registry
+from agent.tools import Tool, ToolRegistry, default_registry
 from drivers import open_driver
-from drivers.base import UsageError
+from drivers.base import Driver, UsageError
 
 EXIT_CODES = {"done": 0, "error": 1, "max_turns": 3, "stuck": 3, "interrupted": 130}
 
@@ -74,12 +77,45 @@ def project_instructions(workspace: Path) -> tuple[str, str]:
     return "", "AGENTS.md"
 
 
+SMALL_MODEL_PARAMS = 3_000_000_000
+
+
+def constraint_for(
+    mode: str, driver: Driver, tools: ToolRegistry
+) -> Callable[[Sequence[Message]], str | None] | None:
+    """--constrain: `always`, or `auto` for models under ~3B parameters.
+
+    Constrained runs require a tool call for a fresh user request (small models otherwise
+    answer from imagination instead of looking) and allow answer-or-call after that.
+    """
+    if mode == "never" or not tools.names:
+        return None
+    if not driver.supports_grammar:
+        if mode == "always":
+            raise UsageError(f"--constrain always: the {driver.model} backend takes no grammar")
+        return None
+    n_params = getattr(driver, "n_params", None)
+    if mode == "auto" and (n_params is None or n_params >= SMALL_MODEL_PARAMS):
+        return None
+    specs = tools.specs()
+    first, later = tool_call_grammar(specs, require_call=True), tool_call_grammar(specs)
+
+    def pick(history: Sequence[Message]) -> str | None:
+        return first if history and isinstance(history[-1], User) else later
+
+    return pick
+
+
 def run_once(opts: RunOptions) -> int:
     workspace = check_workspace(opts.workspace)
     trace = trace_writer(opts.trace) if opts.trace is not None else None
     printer: Callable[[ev.AgentEvent], None] = (
         JsonlPrinter() if opts.output == "jsonl" else TextPrinter()
     )
+    try:  # also validates capabilities.toml before anything is loaded
+        caps = model_info(opts.model).caps
+    except GGUFError as exc:
+        raise UsageError(f"cannot read model {opts.model}: {exc}") from None
     driver = open_driver(opts.model)
     session = SessionLog(new_session_id())
 
@@ -87,12 +123,13 @@ def run_once(opts: RunOptions) -> int:
         session.event(event)
         printer(event)
 
+    tools = default_registry()
     instructions, source = project_instructions(workspace)
     history: list[Message] = []
     interactive = sys.stdin.isatty() and sys.stderr.isatty()
     agent = Agent(
         driver=driver,
-        tools=default_registry(),
+        tools=tools,
         workspace=workspace,
         history=history,
         emit=emit,
@@ -101,6 +138,9 @@ def run_once(opts: RunOptions) -> int:
         approver=terminal_approver if interactive else None,
         on_message=session.message,
         trace=trace,
+        constraint=constraint_for(opts.constrain, driver, tools),
+        stop=caps.stop,
+        wire=caps.reserved_tool_call_token,
     )
     try:
         emit(ev.SessionStarted(session.id, driver.model, str(workspace)))

@@ -27,7 +27,7 @@ from agent.history import (
 )
 from agent.parsing import GenericStreamParser
 from agent.permissions import decision
-from agent.prompt import render
+from agent.prompt import WireDecoder, canonical_to_wire, render, wire_to_canonical
 from agent.tools.registry import Tool, ToolContext, ToolRegistry
 from drivers.base import Driver, DriverError, Usage
 
@@ -67,7 +67,9 @@ class Agent:
     trace: Callable[[dict[str, object]], None] | None = None
     template: str | Path | None = None
     stop: Sequence[str] = ()
-    grammar: str | None = None
+    wire: bool = False  # remap <tool_call> to [[CALL]] at the driver boundary
+    # Picks the GBNF grammar for the next model call (None: unconstrained).
+    constraint: Callable[[Sequence[Message]], str | None] | None = None
 
     turns: int = 0
     tool_calls: int = 0
@@ -152,30 +154,39 @@ class Agent:
                     diagnostics.append(e.text)
 
         self.turns += 1
+        grammar = self.constraint(self.history) if self.constraint is not None else None
+        sent = canonical_to_wire(prompt) if self.wire else prompt
+        decoder = WireDecoder() if self.wire else None
         stream = self.driver.stream(
-            prompt, stop=self.stop, max_tokens=self.budget.max_tokens, grammar=self.grammar
+            sent, stop=self.stop, max_tokens=self.budget.max_tokens, grammar=grammar
         )
         for chunk in stream:
             if chunk.text:
                 raw.append(chunk.text)
-                take(parser.feed(chunk.text), closed=True)
+                text = decoder.feed(chunk.text) if decoder is not None else chunk.text
+                if text:
+                    take(parser.feed(text), closed=True)
             if chunk.usage is not None:
                 usage = chunk.usage
             if chunk.finish_reason is not None:
                 finish = chunk.finish_reason
+        if decoder is not None and (rest := decoder.finish()):
+            take(parser.feed(rest), closed=True)
         take(parser.finish(), closed=False)
         if not usage.ms:
             usage.ms = (time.perf_counter() - started) * 1000
         self._account(usage)
         if self.trace is not None:
-            self.trace(
-                {
-                    "model": self.driver.model,
-                    "prompt": prompt,
-                    "completion": "".join(raw),
-                    "usage": vars(usage),
-                }
-            )
+            completion = "".join(raw)
+            record: dict[str, object] = {
+                "model": self.driver.model,
+                "prompt": prompt,
+                "completion": wire_to_canonical(completion) if self.wire else completion,
+                "usage": vars(usage),
+            }
+            if self.wire:
+                record.update(wire_prompt=sent, wire_completion=completion)
+            self.trace(record)
         calls = []
         for call, closed in found:
             if finish == "length" and not closed:

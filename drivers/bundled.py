@@ -61,7 +61,7 @@ def resolve_model(spec: str | None) -> tuple[Path, str]:
         return path, bundled.name
     path = Path(key).expanduser()
     if path.is_file():
-        return path, path.stem
+        return path, str(path)
     if path.suffix.lower() == ".gguf" or "/" in key:
         raise UsageError(f"model file not found: {path}")
     known = ", ".join(sorted(BUNDLED))

@@ -121,9 +121,12 @@ class LlamaDriver:
         except (ValueError, RuntimeError) as exc:
             raise UsageError(f"cannot load model {path}: not a usable GGUF file ({exc})") from None
         self.n_ctx = int(self.llm.n_ctx())
+        self.n_params = int(self.llm._model.n_params())
 
     def tokenize(self, text: str) -> list[int]:
-        return list(self.llm.tokenize(text.encode("utf-8"), add_bos=True, special=True))
+        # The chat template decides about BOS (Llama 3 and Gemma print it themselves);
+        # adding one here as well would give the model two.
+        return list(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
     def _piece(self, token: int) -> bytes:
         import llama_cpp
@@ -135,6 +138,18 @@ class LlamaDriver:
             if n >= 0:
                 return buf.raw[:n]
             size = -n
+
+    def check_grammar(self, grammar: str) -> None:
+        """Refuse a grammar llama.cpp cannot parse: a NULL sampler would otherwise be
+        chained in silently and generation would run unconstrained."""
+        import llama_cpp
+
+        sampler = llama_cpp.llama_sampler_init_grammar(
+            self.llm._model.vocab, grammar.encode("utf-8"), b"root"
+        )
+        if not sampler:
+            raise DriverError("llama.cpp rejected the tool-call grammar (see the log above)")
+        llama_cpp.llama_sampler_free(sampler)
 
     def _cached_prefix(self, tokens: list[int]) -> int:
         held = self.llm._input_ids[: self.llm.n_tokens]
@@ -172,6 +187,7 @@ class LlamaDriver:
         cached = self._cached_prefix(tokens)
         compiled = None
         if grammar is not None:
+            self.check_grammar(grammar)
             compiled = llama_cpp.LlamaGrammar.from_string(grammar, verbose=False)
         vocab = self.llm._model.vocab
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")

@@ -23,6 +23,7 @@ def make_agent(
     *,
     approve: str = "auto",
     budget: Budget | None = None,
+    wire: bool = False,
 ) -> tuple[Agent, ScriptedDriver, list[AgentEvent]]:
     driver = ScriptedDriver([s if isinstance(s, dict) else {"completion": s} for s in steps])
     events: list[AgentEvent] = []
@@ -35,5 +36,6 @@ def make_agent(
         emit=events.append,
         approve=approve,
         budget=budget or Budget(),
+        wire=wire,
     )
     return agent, driver, events

@@ -69,7 +69,11 @@ def test_scripted_three_turn_session_jsonl(workspace: Path, script_file, tmp_pat
     )
     assert proc.returncode == 0, proc.stderr
     events = [json.loads(line) for line in proc.stdout.splitlines()]
-    types = [e["type"] for e in events]
+    types = [
+        t
+        for i, t in enumerate(e["type"] for e in events)
+        if i == 0 or t != "text" or events[i - 1]["type"] != "text"
+    ]  # text arrives as deltas
     assert types == [
         "session",
         "text",
@@ -81,6 +85,7 @@ def test_scripted_three_turn_session_jsonl(workspace: Path, script_file, tmp_pat
         "result",
     ]
     assert events[0]["workspace"] == str(workspace.resolve())
+    events = [e for i, e in enumerate(events) if not (e["type"] == "text" == events[i - 1]["type"])]
     assert events[3] == {
         "type": "tool_call",
         "id": "call_1",
@@ -168,3 +173,46 @@ def test_malformed_script_line_names_file_and_line(workspace: Path, tmp_path: Pa
 def test_empty_prompt_is_a_usage_error(workspace: Path, script_file) -> None:
     proc = bosun("run", "-", "-m", f"scripted:{script_file('x')}", "-w", str(workspace), stdin="")
     assert proc.returncode == 2 and "prompt is empty" in proc.stderr
+
+
+def test_models_lists_the_bundled_model() -> None:
+    proc = bosun("models", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    smol = next(r for r in rows if r["model"] == "smollm2-135m")
+    assert smol["template"] == "chatml" and smol["tool_format"] == "hermes"
+
+
+def test_models_rejects_a_missing_or_corrupt_file(tmp_path: Path) -> None:
+    bad = tmp_path / "x.gguf"
+    bad.write_bytes(b"nope")
+    for arg in (str(tmp_path / "absent.gguf"), str(bad)):
+        proc = bosun("models", arg)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+
+
+def test_sessions_show_and_render_replay_a_run(workspace: Path, script_file) -> None:
+    script = script_file(tool_call("list_dir"), "ok")
+    assert bosun("run", "look", "-m", f"scripted:{script}", "-w", str(workspace)).returncode == 0
+    listing = bosun("sessions", "list")
+    session_id = listing.stdout.splitlines()[1].split("\t")[0]
+    shown = [json.loads(line) for line in bosun("sessions", "show", session_id).stdout.splitlines()]
+    assert [m["kind"] for m in shown][1:] == [
+        "user",
+        "assistant_tool_use",
+        "tool_result",
+        "assistant",
+    ]
+    prompt = bosun("render", "--session", session_id, "-m", f"scripted:{script}").stdout
+    assert '<tool_call>\n{"name": "list_dir", "arguments": {}}\n</tool_call>' in prompt
+    assert prompt.endswith("<|im_start|>assistant\n")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["sessions", "show", "no-such-id"], ["render"], ["render", "--messages", "/no/file.json"]],
+)
+def test_inspection_commands_fail_cleanly(args: list[str]) -> None:
+    proc = bosun(*args)
+    assert proc.returncode == 2 and proc.stderr.startswith("bosun: error: ")
+    assert "Traceback" not in proc.stderr

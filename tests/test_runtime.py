@@ -11,7 +11,12 @@ from tests.helpers import make_agent, tool_call
 
 
 def kinds(events: list[ev.AgentEvent]) -> list[str]:
-    return [e.type for e in events]
+    """Event types, with consecutive text deltas counted once."""
+    out: list[str] = []
+    for e in events:
+        if not (out and e.type == "text" == out[-1]):
+            out.append(e.type)
+    return out
 
 
 def test_tool_call_then_answer(workspace: Path) -> None:
@@ -105,3 +110,15 @@ def test_paths_outside_the_workspace_are_refused(workspace: Path) -> None:
     agent.run("x")
     (result,) = [e for e in events if isinstance(e, ev.ToolResultEvent)]
     assert result.is_error and "outside the workspace" in result.content
+
+
+def test_wire_remap_applies_only_at_the_driver_boundary(workspace: Path) -> None:
+    wire_call = '[[CALL]]\n{"name": "read_file", "arguments": {"path": "notes.txt"}}\n[[/CALL]]'
+    chunks = [wire_call[:3], wire_call[3:40], wire_call[40:-4], wire_call[-4:]]
+    agent, driver, events = make_agent([{"chunks": chunks}, "It says hello."], workspace, wire=True)
+    result = agent.run("read it")
+    assert result.status == "done" and result.tool_calls == 1
+    assert isinstance(agent.history[2], AssistantToolUse)
+    second = driver.prompts[1]
+    assert "[[CALL]]" in second and "<tool_call>" not in second
+    assert not any(isinstance(e, ev.Diagnostic) for e in events)

@@ -1,0 +1,234 @@
+"""Read the metadata key/values at the head of a GGUF file, without llama_cpp.
+
+Rendering a prompt must not load a model: `bosun render` and `bosun models` run where
+llama-cpp-python is absent or would take seconds to initialise. The metadata section is
+a flat little-endian list of typed key/values (GGUF v2/v3), so a short reader over a
+memory map suffices. Large arrays (the vocabulary, merges) are skipped, not decoded; only
+the two token strings the chat template needs (BOS, EOS) are fetched from the vocabulary.
+"""
+
+from __future__ import annotations
+
+import mmap
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MAGIC = b"GGUF"
+
+# GGUF value types -> struct format of one scalar.
+_SCALARS: dict[int, str] = {
+    0: "B",  # uint8
+    1: "b",  # int8
+    2: "H",  # uint16
+    3: "h",  # int16
+    4: "I",  # uint32
+    5: "i",  # int32
+    6: "f",  # float32
+    7: "?",  # bool
+    10: "Q",  # uint64
+    11: "q",  # int64
+    12: "d",  # float64
+}
+_STRING = 8
+_ARRAY = 9
+# Arrays longer than this are summarised (vocabularies have 10^4..10^5 entries).
+_SMALL_ARRAY = 64
+
+
+class GGUFError(ValueError):
+    """The file is not GGUF, or its metadata is cut short or malformed."""
+
+
+@dataclass(frozen=True)
+class ArrayInfo:
+    """A large array left undecoded: its element type, length and where it starts."""
+
+    type: int
+    count: int
+    offset: int
+
+
+@dataclass(frozen=True)
+class GGUFInfo:
+    path: Path
+    version: int
+    metadata: dict[str, Any] = field(repr=False)
+    bos_token: str = ""
+    eos_token: str = ""
+
+    @property
+    def architecture(self) -> str:
+        return str(self.metadata.get("general.architecture", ""))
+
+    @property
+    def name(self) -> str:
+        return str(self.metadata.get("general.name", ""))
+
+    @property
+    def chat_template(self) -> str | None:
+        value = self.metadata.get("tokenizer.chat_template")
+        return value if isinstance(value, str) and value else None
+
+    @property
+    def bos_token_id(self) -> int | None:
+        return _int_or_none(self.metadata.get("tokenizer.ggml.bos_token_id"))
+
+    @property
+    def eos_token_id(self) -> int | None:
+        return _int_or_none(self.metadata.get("tokenizer.ggml.eos_token_id"))
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+class _Reader:
+    def __init__(self, buf: mmap.mmap | bytes, path: Path) -> None:
+        self.buf = buf
+        self.pos = 0
+        self.path = path
+
+    def _take(self, fmt: str) -> Any:
+        size = struct.calcsize(fmt)
+        if self.pos + size > len(self.buf):
+            raise GGUFError(f"{self.path}: GGUF metadata is truncated at byte {self.pos}")
+        (value,) = struct.unpack_from(fmt, self.buf, self.pos)
+        self.pos += size
+        return value
+
+    def string(self) -> str:
+        n = self._take("<Q")
+        end = self.pos + n
+        if end > len(self.buf):
+            raise GGUFError(f"{self.path}: GGUF string at byte {self.pos} runs past the end")
+        raw = self.buf[self.pos : end]
+        self.pos = end
+        return bytes(raw).decode("utf-8", errors="replace")
+
+    def skip_string(self) -> None:
+        n = self._take("<Q")
+        self.pos += n
+        if self.pos > len(self.buf):
+            raise GGUFError(f"{self.path}: GGUF string runs past the end of the file")
+
+    def value(self, vtype: int) -> Any:
+        if vtype in _SCALARS:
+            return self._take("<" + _SCALARS[vtype])
+        if vtype == _STRING:
+            return self.string()
+        if vtype == _ARRAY:
+            etype = self._take("<I")
+            count = self._take("<Q")
+            if count <= _SMALL_ARRAY:
+                return [self.value(etype) for _ in range(count)]
+            info = ArrayInfo(etype, count, self.pos)
+            self.skip_array(etype, count)
+            return info
+        raise GGUFError(f"{self.path}: unknown GGUF value type {vtype} at byte {self.pos}")
+
+    def skip_array(self, etype: int, count: int) -> None:
+        if etype in _SCALARS:
+            self.pos += struct.calcsize("<" + _SCALARS[etype]) * count
+            if self.pos > len(self.buf):
+                raise GGUFError(f"{self.path}: GGUF array runs past the end of the file")
+        elif etype == _STRING:
+            for _ in range(count):
+                self.skip_string()
+        else:
+            for _ in range(count):
+                self.value(etype)
+
+
+def _token(reader: _Reader, tokens: Any, index: int | None) -> str:
+    if index is None or index < 0:
+        return ""
+    if isinstance(tokens, list):
+        return str(tokens[index]) if index < len(tokens) else ""
+    if not isinstance(tokens, ArrayInfo) or tokens.type != _STRING or index >= tokens.count:
+        return ""
+    reader.pos = tokens.offset
+    for _ in range(index):
+        reader.skip_string()
+    return reader.string()
+
+
+def parse_gguf(buf: mmap.mmap | bytes, path: Path = Path("<bytes>")) -> GGUFInfo:
+    """Parse the metadata of GGUF bytes (the tensor data after it is never touched)."""
+    reader = _Reader(buf, path)
+    if bytes(buf[:4]) != MAGIC:
+        raise GGUFError(f"{path}: not a GGUF file (starts with {bytes(buf[:4])!r})")
+    reader.pos = 4
+    version = reader._take("<I")
+    if version not in (2, 3):
+        raise GGUFError(f"{path}: GGUF version {version} is not supported (only 2 and 3)")
+    reader._take("<Q")  # tensor count
+    kv_count = reader._take("<Q")
+    metadata: dict[str, Any] = {}
+    for _ in range(kv_count):
+        key = reader.string()
+        metadata[key] = reader.value(reader._take("<I"))
+    tokens = metadata.get("tokenizer.ggml.tokens")
+    info = GGUFInfo(path, version, metadata)
+    return GGUFInfo(
+        path,
+        version,
+        metadata,
+        bos_token=_token(reader, tokens, info.bos_token_id),
+        eos_token=_token(reader, tokens, info.eos_token_id),
+    )
+
+
+def read_gguf(path: str | Path) -> GGUFInfo:
+    """Metadata of the GGUF file at `path`; raises GGUFError (a ValueError) if unreadable."""
+    path = Path(path)
+    try:
+        with path.open("rb") as fh:
+            size = path.stat().st_size
+            if size < 24:
+                raise GGUFError(f"{path}: too short to be a GGUF file ({size} bytes)")
+            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+                return parse_gguf(buf, path)
+    except OSError as exc:
+        raise GGUFError(f"{path}: cannot read GGUF file: {exc.strerror or exc}") from None
+
+
+def write_gguf(path: str | Path, metadata: dict[str, Any]) -> None:
+    """Write a metadata-only GGUF v3 file: for tests and fixtures, not for real models.
+
+    Types follow the Python values: str, bool, int (int64 unless it fits uint32),
+    float (float32), and lists of one of those.
+    """
+
+    def encode_string(s: str) -> bytes:
+        raw = s.encode("utf-8")
+        return struct.pack("<Q", len(raw)) + raw
+
+    def type_of(value: Any) -> int:
+        if isinstance(value, bool):
+            return 7
+        if isinstance(value, int):
+            return 4 if 0 <= value < 2**32 else 11
+        if isinstance(value, float):
+            return 6
+        if isinstance(value, str):
+            return _STRING
+        if isinstance(value, list):
+            return _ARRAY
+        raise TypeError(f"cannot store {type(value).__name__} in GGUF metadata")
+
+    def encode(value: Any) -> bytes:
+        vtype = type_of(value)
+        if vtype == _STRING:
+            return encode_string(value)
+        if vtype == _ARRAY:
+            etype = type_of(value[0]) if value else _STRING
+            body = b"".join(encode(v) for v in value)
+            return struct.pack("<IQ", etype, len(value)) + body
+        return struct.pack("<" + _SCALARS[vtype], value)
+
+    out = [MAGIC, struct.pack("<IQQ", 3, 0, len(metadata))]
+    for key, value in metadata.items():
+        out.append(encode_string(key) + struct.pack("<I", type_of(value)) + encode(value))
+    Path(path).write_bytes(b"".join(out))

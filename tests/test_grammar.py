@@ -1,0 +1,87 @@
+"""Grammar-constrained tool calls on the real model: well-formed or an answer, never junk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent.grammar import tool_call_grammar
+from agent.history import System, User
+from agent.parsing import parse_tool_calls
+from agent.prompt import render, system_prompt
+from agent.tools import default_registry
+from drivers.base import DriverError, collect
+
+pytest.importorskip("llama_cpp")
+pytestmark = pytest.mark.model
+
+RICH_SCHEMA = {
+    "type": "function",
+    "function": {
+        "name": "search-things",
+        "description": "x",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "mode": {"type": "string", "enum": ["fast", "slow"]},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "limits": {
+                    "type": "object",
+                    "properties": {"n": {"type": "integer"}, "ratio": {"type": "number"}},
+                },
+                "flag": {"type": "boolean"},
+                "anything": {},
+            },
+        },
+    },
+}
+
+TASKS = [
+    "List the files in this folder.",
+    "Read notes.txt and tell me what it says.",
+    "What is in the README?",
+    "Find out which Python files exist here.",
+    "Show me the first lines of main.py.",
+]
+
+
+@pytest.fixture(scope="module")
+def driver():
+    from drivers.llama_cpp import open_llama
+
+    d = open_llama("smollm2-135m")
+    yield d
+    d.close()
+
+
+@pytest.mark.parametrize("require_call", [False, True])
+def test_llama_cpp_accepts_the_grammars(driver, require_call: bool) -> None:
+    specs = [*default_registry().specs(), RICH_SCHEMA]
+    driver.check_grammar(tool_call_grammar(specs, require_call=require_call))
+    driver.check_grammar(tool_call_grammar([], require_call=require_call))
+
+
+def test_a_grammar_llama_cpp_cannot_parse_is_refused(driver) -> None:
+    with pytest.raises(DriverError, match="rejected"):
+        driver.check_grammar("root ::= undefined-rule")
+
+
+@pytest.mark.parametrize("require_call", [True, False])
+def test_every_constrained_reply_is_a_valid_call_or_an_answer(
+    driver, require_call: bool, tmp_path: Path
+) -> None:
+    registry = default_registry()
+    grammar = tool_call_grammar(registry.specs(), require_call=require_call)
+    for task in TASKS:
+        prompt = render([System(system_prompt(str(tmp_path))), User(task)], registry.specs())
+        done = collect(driver.stream(prompt, max_tokens=96, grammar=grammar))
+        parsed = parse_tool_calls(done.text, registry.names)
+        assert not parsed.diagnostics, (task, done.text)
+        if require_call or done.text.lstrip().startswith("<"):
+            assert done.finish_reason == "stop", (task, done.text)
+            assert len(parsed.calls) == 1, (task, done.text)
+            assert registry.validate(parsed.calls[0]) is None, (task, done.text)
+            assert not parsed.calls[0].salvaged
+        else:
+            assert parsed.calls == []
