@@ -1,0 +1,20 @@
+"""Model output -> prose, reasoning and structured tool calls. Never raises on model text.
+
+`parse_tool_calls` and `GenericStreamParser` are one code path (the one-shot parse is
+the stream parser fed everything at once), so streaming and non-streaming agree.
+"""
+
+from agent.parsing.base import Event, ParseResult, coalesce
+from agent.parsing.stream import GenericStreamParser, parse_tool_calls
+
+__all__ = ["Event", "GenericStreamParser", "ParseResult", "coalesce", "parse_tool_calls"]
+
+# harmony.py (gpt-oss) is written separately; it is exported as soon as it exists, and
+# an import error *inside* it still surfaces.
+try:
+    from agent.parsing.harmony import HarmonyStreamParser
+except ModuleNotFoundError as exc:
+    if exc.name != "agent.parsing.harmony":
+        raise
+else:
+    __all__ += ["HarmonyStreamParser"]

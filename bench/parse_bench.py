@@ -1,0 +1,165 @@
+"""Tool-call parsing cost: is streaming O(n), and how much does it save over re-parsing?
+
+    .venv/bin/python bench/parse_bench.py [--quick]
+
+Completions are realistic model output: a think block, prose with `inline code`, fenced
+code, and `<tool_call>` envelopes whose arguments carry file contents. A token is
+approximated as 4 characters and each chunk is one token, as a local model streams.
+The baseline is what a naive harness does: re-run the one-shot parser over the whole
+accumulated text on every chunk, which is O(n^2) in the completion.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from agent.parsing import GenericStreamParser, parse_tool_calls
+
+CHARS_PER_TOKEN = 4
+_WORDS = [
+    "the",
+    "file",
+    "parser",
+    "returns",
+    "a",
+    "list",
+    "of",
+    "tokens",
+    "so",
+    "we",
+    "should",
+    "check",
+    "each",
+    "branch",
+    "before",
+    "editing",
+    "it",
+    "and",
+    "then",
+    "run",
+    "the",
+    "tests",
+    "again",
+    "to",
+    "confirm",
+    "nothing",
+    "else",
+    "broke",
+    "in",
+    "module",
+]
+
+
+def _prose(rng: random.Random, words: int) -> str:
+    out = []
+    for k in range(words):
+        w = rng.choice(_WORDS)
+        out.append(f"`{w}()`" if k % 17 == 5 else w)
+    return " ".join(out) + ".\n\n"
+
+
+def _code(rng: random.Random, lines: int) -> str:
+    body = "\n".join(
+        f"    {rng.choice(_WORDS)} = {rng.choice(_WORDS)}({k}, {{'k': [{k}]}})"
+        for k in range(lines)
+    )
+    return f"```python\ndef f():\n{body}\n```\n\n"
+
+
+def _call(rng: random.Random) -> str:
+    content = "".join(_code(rng, 6)) + "# mentions </tool_call> inside a string\n"
+    args = {"path": f"src/{rng.choice(_WORDS)}.py", "content": content}
+    return (
+        "<tool_call>\n" + json.dumps({"name": "write_file", "arguments": args}) + "\n</tool_call>\n"
+    )
+
+
+def completion(tokens: int, seed: int = 0) -> str:
+    """About `tokens` tokens of mixed output."""
+    rng = random.Random(seed)
+    parts = ["<think>\n" + _prose(rng, 40) + "</think>\n\n"]
+    size = len(parts[0])
+    while size < tokens * CHARS_PER_TOKEN:
+        kind = rng.random()
+        piece = _prose(rng, 60) if kind < 0.5 else _code(rng, 8) if kind < 0.8 else _call(rng)
+        parts.append(piece)
+        size += len(piece)
+    return "".join(parts)[: tokens * CHARS_PER_TOKEN]
+
+
+def chunks_of(text: str) -> list[str]:
+    return [text[i : i + CHARS_PER_TOKEN] for i in range(0, len(text), CHARS_PER_TOKEN)]
+
+
+def stream(chunks: list[str]) -> int:
+    parser = GenericStreamParser()
+    n = 0
+    for c in chunks:
+        n += len(parser.feed(c))
+    return n + len(parser.finish())
+
+
+def reparse(chunks: list[str]) -> int:
+    acc = ""
+    n = 0
+    for c in chunks:
+        acc += c
+        n += len(parse_tool_calls(acc).calls)
+    return n
+
+
+def best_of(fn: Callable[[], object], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer repeats")
+    repeat = 2 if ap.parse_args().quick else 5
+
+    rows: list[tuple[str, str, str]] = []
+    per_token: dict[int, float] = {}
+    for tokens in (2_048, 65_536):
+        text = completion(tokens)
+        chunks = chunks_of(text)
+        t = best_of(lambda chunks=chunks: stream(chunks), repeat)
+        per_token[tokens] = t / len(chunks)
+        rows.append(
+            (
+                f"stream, {tokens:,} tokens",
+                f"{len(text) / t / 1e6:.2f} MB/s",
+                f"{per_token[tokens] * 1e6:.2f} us/token",
+            )
+        )
+    ratio = per_token[65_536] / per_token[2_048]
+    rows.append(("per-token cost 64k / 2k", f"{ratio:.2f}x", "target <= 1.2 (linear)"))
+
+    chunks = chunks_of(completion(2_048))
+    t_stream = best_of(lambda: stream(chunks), repeat)
+    t_reparse = best_of(lambda: reparse(chunks), max(1, repeat // 2))
+    rows.append(("re-parse each chunk, 2,048 tok", f"{t_reparse * 1e3:.0f} ms", "O(n^2) baseline"))
+    rows.append(("stream, 2,048 tok", f"{t_stream * 1e3:.1f} ms", ""))
+    rows.append(("speed-up over re-parse", f"{t_reparse / t_stream:.0f}x", "target >= 50x"))
+
+    width = max(len(r[0]) for r in rows)
+    print(f"{'measure':<{width}}  {'value':>12}  note")
+    print(f"{'-' * width}  {'-' * 12}  ----")
+    for name, value, note in rows:
+        print(f"{name:<{width}}  {value:>12}  {note}")
+
+
+if __name__ == "__main__":
+    main()
