@@ -54,11 +54,17 @@ def coalesce(events: Iterable[Event]) -> list[Event]:
     chunking, what it says does not.
     """
     out: list[Event] = []
+    run: list[str] = []  # texts of the delta run that ends `out`, joined once (linear)
     for e in events:
         if out and e.kind == out[-1].kind and e.kind in ("text", "reasoning"):
-            out[-1] = Event(e.kind, out[-1].text + e.text)
-        else:
-            out.append(e)
+            run.append(e.text)
+            continue
+        if len(run) > 1:
+            out[-1] = Event(out[-1].kind, "".join(run))
+        out.append(e)
+        run = [e.text]
+    if len(run) > 1:
+        out[-1] = Event(out[-1].kind, "".join(run))
     return out
 
 
@@ -106,8 +112,11 @@ class TextChannel:
         if not body:
             self._pending += s
             return
-        self._out.append(Event("text", self._pending + body if self._pending else body))
-        self._pending = s[len(body) :]
+        tail = s[len(body) :]
+        if self._pending:
+            body = self._pending + body
+        self._out.append(Event("text", body))
+        self._pending = tail
         self._emitted = True
 
     def removed(self, skip_ws: bool = True) -> None:

@@ -39,8 +39,8 @@ _WS = re.compile(r"[ \t\r\n]*")
 
 def _held_prefix(buf: str, i: int, *markers: str) -> bool:
     """True when buf[i:] is cut short inside one of `markers` (wait for more input)."""
-    tail = buf[i:]
-    return any(len(tail) < len(m) and m.startswith(tail) for m in markers)
+    left = len(buf) - i
+    return any(left < len(m) and m.startswith(buf[i:]) for m in markers)
 
 
 class EnvelopeScanner:
@@ -55,6 +55,16 @@ class EnvelopeScanner:
 
     def body(self) -> str:
         return "".join(self._parts)
+
+    def fast(self, chunk: str) -> bool:
+        """Take `chunk` whole if it cannot end or change anything (most of a long call)."""
+        if self.mode == JSON:
+            if self._escaped or '"' in chunk or ("\\" if self._in_string else "<") in chunk:
+                return False
+        elif self.mode == PROBE or "<" in chunk:
+            return False
+        self._parts.append(chunk)
+        return True
 
     def scan(self, buf: str, i: int, final: bool) -> tuple[int, str]:
         """Consume from `i`; return (position, outcome). On CLOSE the position is past the

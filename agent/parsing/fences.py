@@ -1,9 +1,10 @@
-"""Markdown fence lines, decided from as much of the line as has arrived.
+"""Markdown code (fences and inline spans), decided from as much text as has arrived.
 
-Each check answers None when the partial line could still go either way (the caller
-waits for more input), so a fence is recognised the same however the text is chunked.
-The full-line rules are those of `agent.markup` (CommonMark: up to three spaces of
-indent, three or more backticks or tildes, no backtick in a backtick fence's info).
+Markup inside code is content, so the parser must know where code is. Each check
+answers "undecided" when the text so far could still go either way (the caller waits
+for more input), so code is recognised the same however the text is chunked. Fence
+rules are those of `agent.markup` (CommonMark: up to three spaces of indent, three or
+more backticks or tildes, no backtick in a backtick fence's info string).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Literal
 
 from agent.markup import fence_at
 
+_TICK_OR_NL = re.compile(r"[`\n]")
 _MAYBE_OPENER = re.compile(r" {0,3}(?:`*|~*|`{3,}[^`\n]*|~{3,}[^\n]*)")
 _CLOSER = re.compile(r" {0,3}(`{3,}|~{3,})[ \t\r]*")
 _MAYBE_CLOSER = re.compile(r" {0,3}(?:`*|~*)[ \t\r]*")
@@ -56,3 +58,36 @@ def closer_at(buf: str, i: int, chars: str, final: bool) -> int | Literal[False]
     if m is None or m.group(1)[0] != chars[0] or len(m.group(1)) < len(chars):
         return False
     return end
+
+
+def inline_code_at(buf: str, i: int, final: bool, resume: int = 0) -> tuple[int, bool | None]:
+    """For the backtick run at `i`: (end, True) when a code span ends at `end`, (end of
+    the run, False) when the run is literal, (resume position, None) when undecided.
+
+    Stricter than CommonMark on purpose: a span must close on its own line. A lone
+    backtick in prose ("the `main branch") must not hide a real call further down, and
+    waiting for a closer that may come paragraphs later would stall the stream. Every
+    failed opener on a line has a different run length (an equal run would have closed
+    it), so rescanning stays near linear.
+    """
+    n = len(buf)
+    j = i
+    while j < n and buf[j] == "`":
+        j += 1
+    if j == n and not final:
+        return i, None
+    pos = max(j, resume)
+    while True:
+        m = _TICK_OR_NL.search(buf, pos)
+        if m is None and not final:
+            return n, None
+        if m is None or buf[m.start()] == "\n":
+            return j, False
+        p = q = m.start()
+        while q < n and buf[q] == "`":
+            q += 1
+        if q == n and not final:
+            return p, None
+        if q - p == j - i:
+            return q, True
+        pos = q

@@ -3,8 +3,9 @@
 Small models often drop the `<tool_call>` tags and write the call as a bare JSON object
 or a fenced block. Recovering those is worth it only if prose that merely contains JSON
 is never mistaken for a call, so the rule is strict: a JSON object with a string `name`
-and an explicit `arguments`/`input` object (or a JSON string holding one), nothing else,
-and with a known tool name when the caller knows the tools.
+and an explicit `arguments`/`input` object (or a JSON string holding one), or a list
+made only of such objects, nothing else, and with a known tool name when the caller
+knows the tools.
 
 The stream parser decides *where* a candidate starts and ends (`JsonPrefix` finds the end
 of a bare object in one forward pass, and gives up at the first character that cannot
@@ -98,6 +99,10 @@ class ProseSink:
         self._out = out
         self._held: list[tuple[str, str, list[CallSpec]]] | None = None
         self._salvaged = 0
+
+    @property
+    def holding(self) -> bool:
+        return self._held is not None
 
     def push(self, s: str) -> None:
         if self._held is None:

@@ -35,7 +35,7 @@ from agent.parsing.base import (
     coalesce,
     result_from_events,
 )
-from agent.parsing.fences import FenceState, closer_at, opener_at
+from agent.parsing.fences import FenceState, closer_at, inline_code_at, opener_at
 from agent.parsing.salvage import DONE, MORE, JsonPrefix, loads_or_none
 
 THINK_OPEN = "<think>"
@@ -50,7 +50,7 @@ _MARKERS = (
 )
 _SPECIAL = re.compile(r"[<`\n]")
 _SPECIAL_SALVAGE = re.compile(r"[<`\n{[]")
-_TICK_OR_NL = re.compile(r"[`\n]")
+_LONGEST = max(map(len, _MARKERS))
 PROSE, THINK, RESULT, CALL, FENCE, CANDIDATE = range(6)
 
 
@@ -111,11 +111,16 @@ class GenericStreamParser:
     def feed(self, chunk: str) -> list[Event]:
         if self._final or not chunk:
             return []
-        i = self._i
-        self._base += i - 1
-        self._buf = self._buf[i - 1 :] + chunk
-        self._i = 1
-        self._pump()
+        buf, i = self._buf, self._i
+        if i == len(buf) and buf[-1] != "\n" and "\n" not in chunk and self._fast(chunk):
+            self._base += i + len(chunk) - 1
+            self._buf = chunk[-1]
+            self._i = 1
+        else:
+            self._base += i - 1
+            self._buf = buf[i - 1 :] + chunk
+            self._i = 1
+            self._pump()
         return self._drain()
 
     def finish(self) -> list[Event]:
@@ -133,6 +138,31 @@ class GenericStreamParser:
 
     # -- machinery ----------------------------------------------------------------------
 
+    def _fast(self, chunk: str) -> bool:
+        """Take a whole chunk that holds nothing the current state must decide on (the
+        common case, one token of prose, code or string): the same as the general
+        path, without its per-chunk overhead. Only called with nothing held back and
+        no line start in sight."""
+        state = self._state
+        if state == PROSE:
+            if (_SPECIAL_SALVAGE if self._salvage_ok else _SPECIAL).search(chunk):
+                return False
+            if self._sink.holding:
+                self._sink.push(chunk)
+            else:
+                self._text.push(chunk)
+        elif state == THINK:
+            if "<" in chunk:
+                return False
+            self._reasoning.push(chunk)
+        elif state == FENCE:
+            self._fence_content(chunk)
+        elif state == CALL:
+            return self._env.fast(chunk)
+        else:
+            return False
+        return True
+
     def _pump(self) -> None:
         handlers = self._handlers
         while self._i < len(self._buf) and handlers[self._state]():
@@ -143,18 +173,27 @@ class GenericStreamParser:
 
     def _drain(self) -> list[Event]:
         out = self._out
+        if not out:
+            return []
         events = coalesce(out) if len(out) > 1 else out[:]
         out.clear()
         return events
 
     def _replay(self, text: str) -> None:
-        """Scan `text` again as prose, ahead of the unconsumed input."""
+        """Scan `text` again as prose, ahead of the unconsumed input.
+
+        `text` is always what was consumed just before (a call body that turned out to
+        be prose), so when it is still in the buffer this is a rewind, not a copy."""
+        self._state = PROSE
+        self._tick_scan = None
+        start = self._i - len(text)
+        if start >= 1 and self._buf.startswith(text, start):
+            self._i = start
+            return
         self._buf = ">" + text + self._buf[self._i :]
         self._i = 1
         self._base = -(1 << 40) - len(self._buf)  # positions are new: caches restart
         self._checked_at = -1
-        self._tick_scan = None
-        self._state = PROSE
 
     def _emit_items(self, items: list[env.Item]) -> None:
         """Envelope results in order; the first real call turns salvage off for good."""
@@ -205,8 +244,8 @@ class GenericStreamParser:
     def _marker(self, buf: str, i: int) -> bool:
         mk = next((m for m in _MARKERS if buf.startswith(m, i)), None)
         if mk is None:
-            tail = buf[i:]
-            if not self._final and any(len(tail) < len(m) and m.startswith(tail) for m in _MARKERS):
+            short = len(buf) - i < _LONGEST
+            if short and not self._final and any(m.startswith(buf[i:]) for m in _MARKERS):
                 return False
             self._push("<")
             self._i = i + 1
@@ -225,40 +264,16 @@ class GenericStreamParser:
         return True
 
     def _inline_code(self, buf: str, i: int) -> bool:
-        """A backtick run opens a code span only if a run of the same length closes it on
-        the same line; text inside a span is content, never markup."""
-        n = len(buf)
-        j = i
-        while j < n and buf[j] == "`":
-            j += 1
-        if j == n and not self._final:
-            return False
-        k = j - i
-        pos = j
+        resume = 0
         if self._tick_scan is not None and self._tick_scan[0] == self._base + i:
-            pos = self._tick_scan[1] - self._base
-        while True:
-            m = _TICK_OR_NL.search(buf, pos)
-            if m is None and not self._final:
-                self._tick_scan = (self._base + i, self._base + n)
-                return False
-            if m is None or buf[m.start()] == "\n":
-                break
-            p = q = m.start()
-            while q < n and buf[q] == "`":
-                q += 1
-            if q == n and not self._final:
-                self._tick_scan = (self._base + i, self._base + p)
-                return False
-            if q - p == k:
-                self._tick_scan = None
-                self._push(buf[i:q])
-                self._i = q
-                return True
-            pos = q
+            resume = self._tick_scan[1] - self._base
+        end, span = inline_code_at(buf, i, self._final, resume)
+        if span is None:  # undecided: remember how far the search got
+            self._tick_scan = (self._base + i, self._base + end)
+            return False
         self._tick_scan = None
-        self._push(buf[i:j])  # unmatched: the backticks are literal
-        self._i = j
+        self._push(buf[i:end])  # a whole code span, or a literal backtick run
+        self._i = end
         return True
 
     def _think(self) -> bool:
@@ -314,8 +329,12 @@ class GenericStreamParser:
                 return True
         nl = buf.find("\n", i)
         end = len(buf) if nl < 0 else nl + 1
-        seg = buf[i:end]
         self._i = end
+        self._fence_content(buf[i:end])
+        return True
+
+    def _fence_content(self, seg: str) -> None:
+        fence = self._fence
         if fence.mode == "probe":
             first = seg.lstrip(WS)
             if not first:
@@ -331,7 +350,6 @@ class GenericStreamParser:
             fence.body.append(seg)
         else:
             self._push(seg)
-        return True
 
     def _close_fence(self, closer: str) -> None:
         fence = self._fence

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
+from hypothesis import settings
 from hypothesis import strategies as st
 
 from agent.parsing import Event, GenericStreamParser, coalesce
@@ -57,3 +58,9 @@ def model_text(max_parts: int = 40) -> st.SearchStrategy[str]:
     """Text built from the pieces parsers trip on, plus arbitrary characters."""
     part = st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=4))
     return st.lists(part, max_size=max_parts).map("".join)
+
+
+def at_most(n: int) -> settings:
+    """The active profile, capped at `n` examples: for properties that repeat what a
+    10,000-example property already covers, to keep the CI run near a minute."""
+    return settings(max_examples=min(n, settings.default.max_examples))

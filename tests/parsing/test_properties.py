@@ -12,17 +12,44 @@ from hypothesis import strategies as st
 
 from agent.markup import strip_markup
 from agent.parsing import coalesce, parse_tool_calls
-from tests.parsing.support import GOOD_CALL, call, comparable, model_text, split_at, stream
+from tests.parsing.support import (
+    GOOD_CALL,
+    at_most,
+    call,
+    comparable,
+    model_text,
+    split_at,
+    stream,
+)
+
+TOOLS = st.sampled_from([None, ["read_file", "ls"]])
 
 
-@given(text=model_text(), cuts=st.lists(st.integers(min_value=1, max_value=400), max_size=12))
-def test_any_chunking_gives_the_one_shot_events(text: str, cuts: list[int]) -> None:
-    one_shot = comparable([text])
-    assert comparable(split_at(text, cuts)) == one_shot
-    assert comparable(list(text)) == one_shot  # a split at every position at once
+@given(
+    text=model_text(),
+    cuts=st.lists(st.integers(min_value=1, max_value=400), max_size=12),
+    tools=TOOLS,
+    think_open=st.booleans(),
+)
+def test_any_chunking_gives_the_one_shot_events(
+    text: str, cuts: list[int], tools: list[str] | None, think_open: bool
+) -> None:
+    one_shot = comparable([text], tools, think_open)
+    assert comparable(split_at(text, cuts), tools, think_open) == one_shot
+    # a split at every position at once, checked against parse_tool_calls as well
+    fed, finished = stream(list(text), tools, think_open)
+    events = coalesce(fed + finished)
+    assert (events, [e.call.id for e in finished if e.call]) == one_shot
+    result = parse_tool_calls(text, tools, think_open=think_open)
+    assert [e.call for e in events if e.kind == "tool_call"] == result.calls
+    assert "".join(e.text for e in events if e.kind == "text") == result.text
+    assert "".join(e.text for e in events if e.kind == "reasoning") == result.reasoning
+    assert [e.text for e in events if e.kind == "diagnostic"] == result.diagnostics
+    assert [e.call.id for e in finished if e.call and not e.call.salvaged] == result.unclosed
 
 
-@given(text=model_text(max_parts=14), tools=st.sampled_from([None, ["read_file", "ls"]]))
+@at_most(1_000)
+@given(text=model_text(max_parts=14), tools=TOOLS)
 def test_a_single_split_anywhere_gives_the_one_shot_events(
     text: str, tools: list[str] | None
 ) -> None:
@@ -31,18 +58,7 @@ def test_a_single_split_anywhere_gives_the_one_shot_events(
         assert comparable([text[:i], text[i:]], tools) == one_shot, i
 
 
-@given(text=model_text())
-def test_stream_events_are_the_parse_result(text: str) -> None:
-    result = parse_tool_calls(text)
-    fed, finished = stream(list(text))
-    events = coalesce(fed + finished)
-    assert [e.call for e in events if e.kind == "tool_call"] == result.calls
-    assert "".join(e.text for e in events if e.kind == "text") == result.text
-    assert "".join(e.text for e in events if e.kind == "reasoning") == result.reasoning
-    assert [e.text for e in events if e.kind == "diagnostic"] == result.diagnostics
-    assert [e.call.id for e in finished if e.call and not e.call.salvaged] == result.unclosed
-
-
+@at_most(2_000)
 @given(text=model_text())
 def test_ids_are_sequential_and_salvage_only_without_envelope_calls(text: str) -> None:
     calls = parse_tool_calls(text).calls
@@ -61,6 +77,7 @@ def test_never_raises_on_arbitrary_text(text: str, think_open: bool) -> None:
     stream(list(text), think_open=think_open)
 
 
+@at_most(2_000)
 @given(text=st.text(alphabet=st.characters(blacklist_characters="<{["), max_size=200))
 def test_text_without_markup_comes_back_byte_for_byte(text: str) -> None:
     r = parse_tool_calls(text)
@@ -79,6 +96,7 @@ _MARKUP = st.sampled_from(
 )
 
 
+@at_most(2_000)
 @given(parts=st.lists(st.one_of(_PROSE, _MARKUP), max_size=12))
 def test_prose_matches_strip_markup(parts: list[str]) -> None:
     """The text convention is `strip_markup`'s, bar one documented difference: leading
