@@ -234,3 +234,52 @@ def sessions_show(
 
     for message in session_history(session_id):
         typer.echo(json.dumps(message_to_dict(message), ensure_ascii=False))
+
+
+contracts_app = typer.Typer(
+    help="Falsification contracts: every promise names the tests that would break it.",
+    no_args_is_help=True,
+)
+app.add_typer(contracts_app, name="contracts")
+
+ContractsPath = Annotated[
+    Path | None,
+    typer.Argument(help="A contracts folder or one .yaml file (default: bosun's contracts/)."),
+]
+ContractsJson = Annotated[bool, typer.Option("--json", help="One JSON document, for CI.")]
+
+
+@contracts_app.command("validate")
+def contracts_validate(path: ContractsPath = None, json_out: ContractsJson = False) -> None:
+    """Check contracts without running them: schema, ids, test nodes, mutation targets."""
+    from agent.contracts_cli import validate_command
+
+    raise typer.Exit(validate_command(path, json_out))
+
+
+@contracts_app.command("check")
+def contracts_check(
+    path: ContractsPath = None,
+    mutate: Annotated[
+        bool, typer.Option("--mutate", help="Also require each falsifier to fail under its mutant.")
+    ] = False,
+    json_out: ContractsJson = False,
+    jobs: Annotated[
+        int | None,
+        typer.Option("--jobs", "-j", min=1, help="Mutant runs at once (default: up to 4)."),
+    ] = None,
+) -> None:
+    """Run every falsifier; with --mutate, prove each one can fail."""
+    from agent.contracts_cli import check_command
+
+    raise typer.Exit(check_command(path, mutate, json_out, jobs))
+
+
+@contracts_app.command("new")
+def contracts_new(
+    name: Annotated[str, typer.Argument(help="Contract id, e.g. tool-budget-v1.")],
+) -> None:
+    """Scaffold contracts/NAME.yaml with a skeleton to fill in."""
+    from agent.contracts_cli import new_command
+
+    raise typer.Exit(new_command(name))

@@ -1,0 +1,338 @@
+"""Running falsifiers and their mutants, each time in a pytest subprocess.
+
+Subprocesses because a mutant must not leak into the checker (or into the next mutant),
+and because a named mutant has to be in place before any test module is imported. The
+unmutated falsifiers share one run; each distinct mutation gets one run of its own, and
+runs go in parallel (`jobs`). Outcomes come back per test node through the JSON report
+of agent/contracts_plugin.py, never by parsing pytest's text.
+
+A `patch:` mutant edits source, so it runs in a copy of the tree. The copy sits in a temp
+folder under the checkout's own folder name, next to links to the checkout's siblings:
+tests that read `REPO.parent / "shared"` (the template corpus) must see the same files
+there, or they would skip or fail for the copy's sake and make a mutant look killed.
+PYTHONPATH puts the copy ahead of the editable install's .pth entry.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent.contracts import (
+    MUTATION_ENV,
+    REPORT_ENV,
+    RESOLVE_ENV,
+    Falsifier,
+    Mutation,
+    Problem,
+    Validation,
+    validate,
+)
+
+COPIED = ("agent", "drivers", "templates", "contracts", "tests", "pyproject.toml")
+PYTEST_FLAGS = ("-p", "no:cacheprovider", "-p", "agent.contracts_plugin", "-q", "--no-header")
+RUN_TIMEOUT_S = 900
+HYPOTHESIS_DIR_ENV = "HYPOTHESIS_STORAGE_DIRECTORY"
+_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".hypothesis")
+_TAIL = 4000
+
+
+@dataclass
+class PytestRun:
+    """One pytest subprocess: its exit code, the plugin's report, the end of its output."""
+
+    returncode: int
+    report: dict[str, Any]
+    output: str
+    seconds: float
+
+    @property
+    def results(self) -> dict[str, dict[str, str]]:
+        return self.report.get("results", {})
+
+
+def _env(extra: dict[str, str]) -> dict[str, str]:
+    """The caller's environment (HYPOTHESIS_PROFILE included) minus a parent run's mutant."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BOSUN_CONTRACTS_")}
+    env.update(extra)
+    return env
+
+
+def run_pytest(
+    args: list[str], cwd: Path, extra_env: dict[str, str] | None = None, timeout: float = 0
+) -> PytestRun:
+    """Run pytest with the contracts plugin and return what it reported."""
+    fd, report_path = tempfile.mkstemp(prefix="bosun-contracts-", suffix=".json")
+    os.close(fd)
+    env = _env({**(extra_env or {}), REPORT_ENV: report_path})
+    cmd = [sys.executable, "-m", "pytest", *PYTEST_FLAGS, *args]
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(
+            cmd,
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout or RUN_TIMEOUT_S,
+        )
+        code, output = proc.returncode, proc.stdout + proc.stderr
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout or b""
+        text = out.decode(errors="replace") if isinstance(out, bytes) else out
+        code, output = -1, text + f"\n(timed out after {exc.timeout:.0f}s)"
+    try:
+        with open(report_path, encoding="utf-8") as fh:
+            report = json.load(fh) if os.path.getsize(report_path) else {}
+    except (OSError, ValueError):
+        report = {}
+    finally:
+        Path(report_path).unlink(missing_ok=True)
+    return PytestRun(code, report, output[-_TAIL:], time.monotonic() - start)
+
+
+@dataclass
+class Collected:
+    """Collected node ids, per-file import errors and mutation-target resolution."""
+
+    nodes: list[str] = field(default_factory=list)
+    file_errors: dict[str, str] = field(default_factory=dict)
+    resolved: dict[str, str | None] = field(default_factory=dict)
+    error: str | None = None
+
+
+def collect(root: Path, files: list[str], targets: list[dict[str, Any]]) -> Collected:
+    """One `pytest --collect-only` for every test file, resolving targets on the way."""
+    if importlib.util.find_spec("pytest") is None:
+        return Collected(error=f"pytest is not installed for {sys.executable} (pip install pytest)")
+    extra = {RESOLVE_ENV: json.dumps(targets)} if targets else {}
+    run = run_pytest(["--collect-only", "--continue-on-collection-errors", *files], root, extra)
+    if not run.report:
+        return Collected(error=f"pytest could not collect in {root}:\n{run.output}")
+    errors = {node.split("::", 1)[0]: text for node, text in run.report["collect_errors"].items()}
+    return Collected(run.report["collected"], errors, run.report["resolved"])
+
+
+# --- outcomes ---------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """A falsifier's result in one run: a status word and why."""
+
+    status: str
+    detail: str = ""
+
+
+def _falsifier_outcome(falsifier: Falsifier, run: PytestRun | None) -> Outcome:
+    """Green means every item of the node ran and passed."""
+    if run is None:
+        return Outcome("not-run", "not run: the falsifier is invalid (see problems)")
+    items = {n: r for n, r in run.results.items() if falsifier.owns(n)}
+    if not items:
+        return Outcome("not-run", _no_result(falsifier, run))
+    for status in ("failed", "error", "mutant-error", "skipped", "xfailed"):
+        for result in items.values():
+            if result["outcome"] == status:
+                return Outcome(status, result["detail"])
+    return Outcome("passed")
+
+
+def _mutant_outcome(falsifier: Falsifier, run: PytestRun) -> Outcome:
+    """Killed only when the falsifier's own test fails; anything else is not proof."""
+    mutation = run.report.get("mutation")
+    if falsifier.mutation and not falsifier.mutation.patch and not (mutation or {}).get("applied"):
+        why = (mutation or {}).get("error") or run.output
+        return Outcome("error", f"mutant not applied: {why}")
+    items = {n: r for n, r in run.results.items() if falsifier.owns(n)}
+    if not items:
+        return Outcome("error", _no_result(falsifier, run, mutant=True))
+    outcomes = {r["outcome"] for r in items.values()}
+    if "mutant-error" in outcomes:
+        detail = next(r["detail"] for r in items.values() if r["outcome"] == "mutant-error")
+        return Outcome("error", f"the mutant itself failed: {detail}")
+    for result in items.values():
+        if result["outcome"] in ("failed", "error"):
+            return Outcome("killed", result["detail"])
+    if outcomes <= {"passed"}:
+        return Outcome("survived", "falsifier cannot falsify: it passes with the mutant applied")
+    return Outcome("skipped", "the falsifier was skipped under the mutant, which proves nothing")
+
+
+def _no_result(falsifier: Falsifier, run: PytestRun, mutant: bool = False) -> str:
+    errors = run.report.get("collect_errors", {})
+    for node, text in errors.items():
+        if node.split("::", 1)[0] == falsifier.test_file or node == "<session>":
+            what = "the mutant broke collection" if mutant else "collection failed"
+            return f"{what}: {text}"
+    return f"no result for {falsifier.test} (pytest exit {run.returncode}):\n{run.output}"
+
+
+# --- mutant runs --------------------------------------------------------------------------
+
+
+def _siblings_linked(root: Path, parent: Path) -> None:
+    for entry in root.parent.iterdir():
+        if entry.name != root.name and not (parent / entry.name).exists():
+            (parent / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
+
+
+@contextmanager
+def patched_copy(root: Path, mutation: Mutation) -> Iterator[Path]:
+    """A throwaway copy of the tree with the patch applied; removed afterwards."""
+    assert mutation.patch is not None
+    parent = Path(tempfile.mkdtemp(prefix="bosun-mutant-"))
+    try:
+        copy = parent / root.name
+        copy.mkdir()
+        top = Path(mutation.patch.file).parts[0]
+        for name in dict.fromkeys((*COPIED, top)):
+            source = root / name
+            if source.is_dir():
+                shutil.copytree(source, copy / name, ignore=_IGNORE, symlinks=True)
+            elif source.is_file():
+                shutil.copy2(source, copy / name)
+        _siblings_linked(root, parent)
+        mutation.patch.apply(copy)
+        yield copy
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+def run_mutant(root: Path, mutation: Mutation, nodes: list[str], timeout: float = 0) -> PytestRun:
+    """Run `nodes` once with `mutation` in place.
+
+    Hypothesis gets a scratch example database: the counterexamples a mutant provokes
+    must not be saved into the project's .hypothesis/ and replayed forever after, and a
+    mutant run should not depend on whatever that database happens to hold.
+    """
+    with tempfile.TemporaryDirectory(prefix="bosun-hypothesis-") as scratch:
+        env = {HYPOTHESIS_DIR_ENV: scratch}
+        if mutation.patch is None:
+            spec = json.dumps({"target": mutation.target, "mutant": mutation.mutant})
+            return run_pytest(nodes, root, {**env, MUTATION_ENV: spec}, timeout)
+        with patched_copy(root, mutation) as copy:
+            return run_pytest(nodes, copy, {**env, **copy_env(copy)}, timeout)
+
+
+def copy_env(copy: Path) -> dict[str, str]:
+    """PYTHONPATH entries precede site-packages and its .pth lines (the editable install)."""
+    path = os.pathsep.join(p for p in (str(copy), os.environ.get("PYTHONPATH", "")) if p)
+    return {"PYTHONPATH": path}
+
+
+# --- check ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    """One falsifier's line in the report."""
+
+    falsifier: Falsifier
+    green: Outcome
+    mutant: Outcome | None = None
+    mutant_seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.green.status == "passed" and (
+            self.mutant is None or self.mutant.status == "killed"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        f = self.falsifier
+        out: dict[str, Any] = {
+            "contract": f.contract,
+            "obligation": f.obligation,
+            "falsifier": f.id,
+            "test": f.test,
+            "green": self.green.status == "passed",
+            "status": self.green.status,
+            "detail": self.green.detail,
+            "mutation": f.mutation.to_json() if f.mutation else None,
+            "mutant": None,
+            "ok": self.ok,
+        }
+        if self.mutant:
+            out["mutant"] = {
+                "status": self.mutant.status,
+                "killed": self.mutant.status == "killed",
+                "detail": self.mutant.detail,
+                "seconds": round(self.mutant_seconds, 2),
+            }
+        return out
+
+
+@dataclass
+class CheckResult:
+    validation: Validation
+    rows: list[Row]
+    mutate: bool
+    seconds: float
+    runs: int
+
+    @property
+    def problems(self) -> list[Problem]:
+        return self.validation.problems
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and all(row.ok for row in self.rows)
+
+
+def check(
+    path: Path,
+    mutate: bool = False,
+    jobs: int | None = None,
+    root: Path | None = None,
+    timeout: float = 0,
+) -> CheckResult:
+    """Validate, run every runnable falsifier once, then (with `mutate`) every mutant."""
+    start = time.monotonic()
+    v = validate(path, root)
+    assert v.root is not None
+    runnable = [f for f in v.falsifiers if f.id not in v.missing_nodes]
+    nodes = list(dict.fromkeys(f.test for f in runnable))
+    baseline = run_pytest(nodes, v.root, timeout=timeout) if nodes else None
+    runs = 1 if baseline else 0
+    rows = [
+        Row(f, _falsifier_outcome(f, baseline if f in runnable else None)) for f in v.falsifiers
+    ]
+    if mutate:
+        groups: dict[tuple[str, ...], list[Row]] = {}
+        for row in rows:
+            f = row.falsifier
+            if f.mutation is None:
+                continue
+            if f.id in v.bad_mutations:
+                row.mutant = Outcome("not-run", "not run: the mutation is invalid (see problems)")
+            elif row.green.status != "passed":
+                row.mutant = Outcome("not-run", "not run: the falsifier is not green")
+            else:
+                groups.setdefault(f.mutation.key(), []).append(row)
+
+        def one(group: list[Row]) -> None:
+            mutation = group[0].falsifier.mutation
+            assert mutation is not None
+            tests = list(dict.fromkeys(r.falsifier.test for r in group))
+            run = run_mutant(v.root or Path("."), mutation, tests, timeout)
+            for row in group:
+                row.mutant, row.mutant_seconds = _mutant_outcome(row.falsifier, run), run.seconds
+
+        workers = max(1, jobs or min(4, os.cpu_count() or 1))
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(one, groups.values()))
+        runs += len(groups)
+    return CheckResult(v, rows, mutate, time.monotonic() - start, runs)
