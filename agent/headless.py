@@ -141,6 +141,7 @@ def run_once(opts: RunOptions) -> int:
         constraint=constraint_for(opts.constrain, driver, tools),
         stop=caps.stop,
         wire=caps.reserved_tool_call_token,
+        harmony=caps.tool_format == "harmony",
     )
     try:
         emit(ev.SessionStarted(session.id, driver.model, str(workspace)))

@@ -25,12 +25,13 @@ from agent.history import (
     User,
     retain_assistant_text,
 )
-from agent.parsing import GenericStreamParser
+from agent.parsing import GenericStreamParser, HarmonyStreamParser
 from agent.permissions import decision
 from agent.prompt import WireDecoder, canonical_to_wire, render, wire_to_canonical
 from agent.tools.registry import Tool, ToolContext, ToolRegistry
 from drivers.base import Driver, DriverError, Usage
 
+HARMONY_CALL = "<|call|>"
 Approval = Literal["yes", "no", "always"]
 Approver = Callable[[ToolCall, Tool], Approval]
 
@@ -68,6 +69,7 @@ class Agent:
     template: str | Path | None = None
     stop: Sequence[str] = ()
     wire: bool = False  # remap <tool_call> to [[CALL]] at the driver boundary
+    harmony: bool = False  # gpt-oss: parse Harmony channels instead of <tool_call>
     # Picks the GBNF grammar for the next model call (None: unconstrained).
     constraint: Callable[[Sequence[Message]], str | None] | None = None
 
@@ -133,11 +135,11 @@ class Agent:
 
     def query(self) -> Reply:
         prompt = render(self.history, self.tools.specs(), self.driver.model, self.template)
-        parser = GenericStreamParser(self.tools.names)
+        parser = (HarmonyStreamParser if self.harmony else GenericStreamParser)(self.tools.names)
         texts: list[str] = []
         found: list[tuple[ToolCall, bool]] = []  # (call, envelope closed)
         diagnostics: list[str] = []
-        usage, finish = Usage(), "stop"
+        usage, finish, stopped_by = Usage(), "stop", None
         raw: list[str] = []
         started = time.perf_counter()
 
@@ -170,8 +172,11 @@ class Agent:
                 usage = chunk.usage
             if chunk.finish_reason is not None:
                 finish = chunk.finish_reason
+                stopped_by = chunk.stopped_by
         if decoder is not None and (rest := decoder.finish()):
             take(parser.feed(rest), closed=True)
+        if self.harmony and stopped_by == HARMONY_CALL:
+            take(parser.feed(stopped_by), closed=True)  # the end token that makes a call
         take(parser.finish(), closed=False)
         if not usage.ms:
             usage.ms = (time.perf_counter() - started) * 1000

@@ -31,11 +31,17 @@ class Usage:
 @dataclass(frozen=True)
 class Chunk:
     """A piece of streamed completion. The last chunk of a stream carries `usage` and
-    `finish_reason` ("stop", "length" or "interrupted") and may have empty text."""
+    `finish_reason` ("stop", "length" or "interrupted") and may have empty text.
+
+    `stopped_by` names the stop string or end-of-generation token that ended the stream
+    (not part of `text`): Harmony's `<|call|>` is both an end token and the marker that
+    makes a message a tool call, so the parser needs to know it was there.
+    """
 
     text: str
     usage: Usage | None = None
     finish_reason: str | None = None
+    stopped_by: str | None = None
 
 
 @dataclass

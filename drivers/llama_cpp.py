@@ -193,6 +193,7 @@ class LlamaDriver:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         pending = ""
         finish = "length"
+        stopped_by: str | None = None
         produced = 0
         gen = self.llm.generate(
             tokens, temp=self.temperature, top_k=40, top_p=0.95, min_p=0.05, grammar=compiled
@@ -201,11 +202,13 @@ class LlamaDriver:
             for token in gen:
                 if llama_cpp.llama_vocab_is_eog(vocab, token):
                     finish = "stop"
+                    stopped_by = self._piece(token).decode("utf-8", errors="replace")
                     break
                 produced += 1
                 pending += decoder.decode(self._piece(token))
-                cut = min((i for i in (pending.find(s) for s in stops if s) if i >= 0), default=-1)
-                if cut >= 0:
+                hits = [(i, s) for s in stops if s and (i := pending.find(s)) >= 0]
+                if hits:
+                    cut, stopped_by = min(hits)
                     if cut:
                         yield Chunk(pending[:cut])
                     pending = ""
@@ -226,7 +229,7 @@ class LlamaDriver:
             completion_tokens=produced,
             ms=(time.perf_counter() - start) * 1000,
         )
-        yield Chunk(tail, usage=usage, finish_reason=finish)
+        yield Chunk(tail, usage=usage, finish_reason=finish, stopped_by=stopped_by)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

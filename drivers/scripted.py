@@ -45,6 +45,8 @@ class ScriptStep:
     completion: str
     chunks: tuple[str, ...]
     finish_reason: str = "stop"
+    delay_ms: float = 0.0  # pause before each chunk: lets tests interrupt or kill mid-stream
+    stopped_by: str | None = None  # the stop string / end token a real backend hit
 
 
 @dataclass
@@ -72,7 +74,14 @@ def _step_from(data: Any, where: str) -> ScriptStep:
     finish = data.get("finish_reason", "stop")
     if finish not in ("stop", "length"):
         raise UsageError(f'{where}: "finish_reason" must be "stop" or "length"')
-    return ScriptStep(completion, tuple(chunks) if chunks is not None else (completion,), finish)
+    delay = data.get("delay_ms", 0)
+    if isinstance(delay, bool) or not isinstance(delay, int | float) or delay < 0:
+        raise UsageError(f'{where}: "delay_ms" must be a number of milliseconds >= 0')
+    stopped_by = data.get("stopped_by")
+    if stopped_by is not None and not isinstance(stopped_by, str):
+        raise UsageError(f'{where}: "stopped_by" must be a string')
+    pieces = tuple(chunks) if chunks is not None else (completion,)
+    return ScriptStep(completion, pieces, finish, float(delay), stopped_by)
 
 
 def load_script(path: str | os.PathLike[str]) -> list[ScriptStep]:
@@ -138,7 +147,11 @@ class ScriptedDriver:
 
     def _replay(self, step: ScriptStep, prompt: str, previous: str) -> Iterator[Chunk]:
         start = time.perf_counter()
-        yield from (Chunk(c) for c in step.chunks if c)
+        for piece in step.chunks:
+            if step.delay_ms:
+                time.sleep(step.delay_ms / 1000)
+            if piece:
+                yield Chunk(piece)
         shared = shared_prefix(previous, prompt)
         usage = Usage(
             prompt_tokens=approx_tokens(prompt),
@@ -146,7 +159,7 @@ class ScriptedDriver:
             completion_tokens=approx_tokens(step.completion),
             ms=(time.perf_counter() - start) * 1000,
         )
-        yield Chunk("", usage=usage, finish_reason=step.finish_reason)
+        yield Chunk("", usage=usage, finish_reason=step.finish_reason, stopped_by=step.stopped_by)
 
     def assert_complete(self) -> None:
         if self.remaining:

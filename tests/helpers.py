@@ -24,6 +24,7 @@ def make_agent(
     approve: str = "auto",
     budget: Budget | None = None,
     wire: bool = False,
+    harmony: bool = False,
 ) -> tuple[Agent, ScriptedDriver, list[AgentEvent]]:
     driver = ScriptedDriver([s if isinstance(s, dict) else {"completion": s} for s in steps])
     events: list[AgentEvent] = []
@@ -37,5 +38,6 @@ def make_agent(
         approve=approve,
         budget=budget or Budget(),
         wire=wire,
+        harmony=harmony,
     )
     return agent, driver, events

@@ -122,3 +122,21 @@ def test_wire_remap_applies_only_at_the_driver_boundary(workspace: Path) -> None
     second = driver.prompts[1]
     assert "[[CALL]]" in second and "<tool_call>" not in second
     assert not any(isinstance(e, ev.Diagnostic) for e in events)
+
+
+def test_harmony_call_ended_by_the_call_token_runs(workspace: Path) -> None:
+    body = "<|channel|>commentary to=functions.read_file <|constrain|>json<|message|>"
+    step = {"completion": body + '{"path": "notes.txt"}', "stopped_by": "<|call|>"}
+    final = "<|channel|>final<|message|>It says hello."
+    agent, _, _ = make_agent([step, final], workspace, harmony=True)
+    result = agent.run("read")
+    assert result.status == "done" and result.tool_calls == 1
+    assert result.final_text == "It says hello."
+
+
+def test_harmony_message_cut_by_max_tokens_is_not_a_call(workspace: Path) -> None:
+    body = '<|channel|>commentary to=functions.read_file<|message|>{"path": "notes.txt"}'
+    step = {"completion": body, "finish_reason": "length"}
+    agent, _, events = make_agent([step, "<|channel|>final<|message|>ok"], workspace, harmony=True)
+    assert agent.run("read").tool_calls == 0
+    assert any(isinstance(e, ev.Diagnostic) for e in events)
