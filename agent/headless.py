@@ -16,9 +16,9 @@ from agent.grammar import tool_call_grammar
 from agent.history import Message, System, ToolCall, User
 from agent.output import JsonlPrinter, TextPrinter
 from agent.prompt import system_prompt
-from agent.runtime import Agent, Approval, Budget
+from agent.runtime import Agent, Approval, Approver, Budget
 from agent.session import SessionLog, new_session_id
-from agent.tools import Tool, ToolRegistry, default_registry
+from agent.tools import Tool, ToolContext, ToolRegistry, default_registry
 from drivers import open_driver
 from drivers.base import Driver, UsageError
 
@@ -61,12 +61,20 @@ def trace_writer(path: Path) -> Callable[[dict[str, Any]], None]:
     return write
 
 
-def terminal_approver(call: ToolCall, tool: Tool) -> Approval:
-    args = json.dumps(call.arguments, ensure_ascii=False)
-    sys.stderr.write(f"Allow {call.name} {args}? [y]es / [n]o / [a]lways: ")
-    sys.stderr.flush()
-    answer = sys.stdin.readline().strip().lower()
-    return {"y": "yes", "yes": "yes", "a": "always", "always": "always"}.get(answer, "no")
+def terminal_approver(tools: ToolRegistry, workspace: Path) -> Approver:
+    """Ask on the terminal, showing the diff a write or edit would make first."""
+
+    def ask(call: ToolCall, tool: Tool) -> Approval:
+        preview = tools.preview(call, ToolContext(workspace))
+        if preview:
+            sys.stderr.write(preview.rstrip("\n") + "\n")
+        args = json.dumps(call.arguments, ensure_ascii=False)
+        sys.stderr.write(f"Allow {call.name} {args}? [y]es / [n]o / [a]lways: ")
+        sys.stderr.flush()
+        answer = sys.stdin.readline().strip().lower()
+        return {"y": "yes", "yes": "yes", "a": "always", "always": "always"}.get(answer, "no")
+
+    return ask
 
 
 def project_instructions(workspace: Path) -> tuple[str, str]:
@@ -135,7 +143,7 @@ def run_once(opts: RunOptions) -> int:
         emit=emit,
         budget=Budget(max_turns=opts.max_turns),
         approve=opts.approve,
-        approver=terminal_approver if interactive else None,
+        approver=terminal_approver(tools, workspace) if interactive else None,
         on_message=session.message,
         trace=trace,
         constraint=constraint_for(opts.constrain, driver, tools),

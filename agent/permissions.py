@@ -1,11 +1,18 @@
 """Workspace confinement and approval modes.
 
 Every path a tool touches is resolved (symlinks followed) and must land inside the
-workspace root. Approval modes decide which tool kinds may run without asking.
+workspace root. Resolving is a check, and a check can race with the filesystem, so
+files are then opened by walking down from the root one component at a time with
+O_NOFOLLOW: a symlink that appears after the check makes the open fail instead of
+following it out of the workspace. Approval modes decide which tool kinds may run
+without asking.
 """
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from pathlib import Path
 from typing import Literal
 
@@ -15,13 +22,21 @@ ToolKind = Literal["read", "write", "shell"]
 ApproveMode = Literal["ask", "auto-edit", "auto", "read-only"]
 APPROVE_MODES: tuple[str, ...] = ("ask", "auto-edit", "auto", "read-only")
 
+# O_NOFOLLOW on every component, O_DIRECTORY on the intermediate ones: a component that
+# is (now) a symlink fails with ELOOP or ENOTDIR instead of leading elsewhere.
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
 
 def is_inside(root: Path, path: Path) -> bool:
     return path == root or path.is_relative_to(root)
 
 
 def resolve_in_workspace(root: Path, path: str) -> Path:
-    """The real path for `path` (relative to the workspace), or a ToolError."""
+    """The real path for `path` (relative to the workspace), or a ToolError.
+
+    `~` is deliberately not expanded: a model's "~/x" is a folder named "~" here, so
+    it cannot name the user's home by accident.
+    """
     if "\x00" in path:
         raise ToolError("path contains a NUL byte")
     real_root = root.resolve()
@@ -32,6 +47,69 @@ def resolve_in_workspace(root: Path, path: str) -> Path:
     if not is_inside(real_root, real):
         raise ToolError(f"{path!r} is outside the workspace {real_root}; use paths inside it")
     return real
+
+
+def _parts_below(real_root: Path, real: Path, shown: str) -> list[str]:
+    """Components of `real` under the root; a second line of defence after is_inside."""
+    try:
+        parts = list(real.relative_to(real_root).parts)
+    except ValueError:
+        raise ToolError(f"{shown!r} is outside the workspace {real_root}") from None
+    if any(p in ("", ".", "..") for p in parts):
+        raise ToolError(f"{shown!r} is outside the workspace {real_root}")
+    return parts
+
+
+def _refuse(exc: OSError, fd: int, part: str, shown: str) -> Exception:
+    """A clear refusal when a component is a symlink (it was not one when checked)."""
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+        try:
+            is_link = stat.S_ISLNK(os.lstat(part, dir_fd=fd).st_mode)
+        except OSError:
+            is_link = False
+        if is_link:
+            return ToolError(f"{shown!r} changed into a symlink while it was being opened; refused")
+        if exc.errno == errno.ENOTDIR:
+            return ToolError(f"{shown!r}: {part!r} is a file, not a folder")
+    return exc
+
+
+def open_in_workspace(
+    root: Path, path: str, flags: int, mode: int = 0o644, *, make_parents: bool = False
+) -> int:
+    """A file descriptor for `path`, opened without following any symlink on the way.
+
+    The path is resolved and checked first (so symlinks *inside* the workspace work,
+    through their real path), then opened component by component from the root with
+    O_NOFOLLOW. With `make_parents`, missing folders are created, all inside the root.
+    """
+    real_root = root.resolve()
+    real = resolve_in_workspace(real_root, path)
+    parts = _parts_below(real_root, real, path)
+    if not parts:
+        raise ToolError(f"{path!r} is the workspace folder itself, not a file")
+    fd = os.open(real_root, _DIR_FLAGS)
+    part = "."
+    try:
+        for part in parts[:-1]:
+            try:
+                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not make_parents:
+                    raise
+                os.mkdir(part, 0o755, dir_fd=fd)
+                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        part = parts[-1]
+        return os.open(part, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=fd)
+    except OSError as exc:
+        refusal = _refuse(exc, fd, part, path)
+        if refusal is exc:
+            raise
+        raise refusal from exc
+    finally:
+        os.close(fd)
 
 
 def decision(mode: str, kind: ToolKind) -> Literal["allow", "ask", "deny"]:

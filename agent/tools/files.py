@@ -1,16 +1,40 @@
-"""File tools. Paths are relative to the workspace and never leave it."""
+"""Reading tools. Paths are relative to the workspace and never leave it."""
 
 from __future__ import annotations
 
-from agent.permissions import resolve_in_workspace
+import os
+import stat
+
+from agent.permissions import open_in_workspace, resolve_in_workspace
 from agent.tools.registry import ToolContext, ToolError, tool
 
 MAX_READ_BYTES = 256 * 1024
+MAX_LINE_CHARS = 2000
 MAX_LIST_ENTRIES = 500
+BINARY_SNIFF = 8192
 
 
-def _is_binary(head: bytes) -> bool:
+def is_binary(head: bytes) -> bool:
+    """NUL bytes do not occur in text a model could use, and do in nearly every binary."""
     return b"\x00" in head
+
+
+def read_bytes(ctx: ToolContext, path: str, limit: int) -> bytes:
+    """Up to `limit` bytes of a regular file, opened without following a swapped symlink.
+
+    O_NONBLOCK keeps a FIFO in the workspace from hanging the agent; anything that is
+    not a regular file is then refused.
+    """
+    real = resolve_in_workspace(ctx.workspace, path)
+    if not real.exists():
+        raise ToolError(f"{path}: no such file; use list_dir or glob to find it")
+    if real.is_dir():
+        raise ToolError(f"{path} is a directory; use list_dir")
+    fd = open_in_workspace(ctx.workspace, path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise ToolError(f"{path} is not a regular file")
+        return fh.read(limit)
 
 
 @tool("read")
@@ -22,14 +46,10 @@ def read_file(ctx: ToolContext, path: str, offset: int = 1, limit: int = 2000) -
         offset: first line to show (1-based)
         limit: how many lines to show at most
     """
-    real = resolve_in_workspace(ctx.workspace, path)
-    if not real.exists():
-        raise ToolError(f"{path}: no such file")
-    if real.is_dir():
-        raise ToolError(f"{path} is a directory; use list_dir")
-    with real.open("rb") as fh:
-        data = fh.read(MAX_READ_BYTES + 1)
-    if _is_binary(data[:8192]):
+    if limit < 1:
+        raise ToolError(f"limit must be at least 1, not {limit}")
+    data = read_bytes(ctx, path, MAX_READ_BYTES + 1)
+    if is_binary(data[:BINARY_SNIFF]):
         raise ToolError(f"{path} is a binary file; not shown")
     truncated = len(data) > MAX_READ_BYTES
     text = data[:MAX_READ_BYTES].decode("utf-8", errors="replace")
@@ -37,15 +57,24 @@ def read_file(ctx: ToolContext, path: str, offset: int = 1, limit: int = 2000) -
     start = max(offset, 1)
     shown = lines[start - 1 : start - 1 + max(limit, 0)]
     width = len(str(start + len(shown)))
-    body = "\n".join(f"{n:>{width}}\t{line}" for n, line in enumerate(shown, start))
+    body = "\n".join(f"{n:>{width}}\t{_clip(line)}" for n, line in enumerate(shown, start))
     notes: list[str] = []
     if not lines:
         notes.append("(empty file)")
+    elif not shown:
+        notes.append(f"(the file has {len(lines)} lines; offset {start} is past the end)")
     elif start - 1 + len(shown) < len(lines):
         notes.append(f"(showing lines {start}-{start + len(shown) - 1} of {len(lines)})")
     if truncated:
         notes.append(f"(file is larger than {MAX_READ_BYTES} bytes; the rest is not shown)")
     return "\n".join([body, *notes]) if body else "\n".join(notes)
+
+
+def _clip(line: str) -> str:
+    """Minified files have megabyte lines; one of them must not fill the context."""
+    if len(line) <= MAX_LINE_CHARS:
+        return line
+    return line[:MAX_LINE_CHARS] + f" … ({len(line) - MAX_LINE_CHARS} more characters)"
 
 
 @tool("read")

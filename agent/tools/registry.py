@@ -36,6 +36,9 @@ class Tool:
     parameters: dict[str, Any]
     func: Callable[..., str]
     kind: ToolKind
+    # What the call would change, shown before asking (a unified diff for file edits);
+    # same signature as `func`, must not change anything.
+    preview: Callable[..., str] | None = None
 
     def spec(self) -> dict[str, Any]:
         """OpenAI-style tool definition, as chat templates and servers expect."""
@@ -91,7 +94,9 @@ def _param_docs(doc: str) -> dict[str, str]:
     return out
 
 
-def tool(kind: ToolKind) -> Callable[[Callable[..., str]], Tool]:
+def tool(
+    kind: ToolKind, *, preview: Callable[..., str] | None = None
+) -> Callable[[Callable[..., str]], Tool]:
     """Declare a tool. The function's first parameter is the ToolContext."""
 
     def wrap(func: Callable[..., str]) -> Tool:
@@ -115,9 +120,21 @@ def tool(kind: ToolKind) -> Callable[[Callable[..., str]], Tool]:
             "additionalProperties": False,
         }
         description = doc.split("\n\n", 1)[0].replace("\n", " ").strip()
-        return Tool(func.__name__, description, parameters, func, kind)
+        return Tool(func.__name__, description, parameters, func, kind, preview)
 
     return wrap
+
+
+def _arguments(t: Tool, call: ToolCall) -> dict[str, Any]:
+    """The call's arguments with integral floats (2.0) as ints: JSON Schema counts 2.0 as
+    an integer, Python slicing does not."""
+    props = t.parameters.get("properties", {})
+    return {
+        k: int(v)
+        if isinstance(v, float) and v.is_integer() and props.get(k, {}).get("type") == "integer"
+        else v
+        for k, v in call.arguments.items()
+    }
 
 
 class ToolRegistry:
@@ -151,6 +168,19 @@ class ToolRegistry:
             )
         return None
 
+    def preview(self, call: ToolCall, ctx: ToolContext) -> str | None:
+        """What `call` would change, for an approval prompt; None when there is nothing
+        to show. Never raises for the model's mistakes: those are the preview."""
+        t = self._tools.get(call.name)
+        if t is None or t.preview is None or self.validate(call) is not None:
+            return None
+        try:
+            return t.preview(ctx, **_arguments(t, call))
+        except ToolError as exc:
+            return f"(this call would fail: {exc})"
+        except (OSError, UnicodeError) as exc:
+            return f"(this call would fail: {exc})"
+
     def execute(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
         """Run a validated call. Model-caused failures become error results."""
         problem = self.validate(call)
@@ -158,8 +188,11 @@ class ToolRegistry:
             return ToolResult(call.id, f"Error: {problem}", is_error=True)
         t = self._tools[call.name]
         try:
-            return ToolResult(call.id, t.func(ctx, **call.arguments))
+            return ToolResult(call.id, t.func(ctx, **_arguments(t, call)))
         except ToolError as exc:
             return ToolResult(call.id, f"Error: {exc}", is_error=True)
         except OSError as exc:
-            return ToolResult(call.id, f"Error: {exc.strerror or exc}", is_error=True)
+            where = f"{exc.filename}: " if isinstance(exc.filename, str) else ""
+            return ToolResult(call.id, f"Error: {where}{exc.strerror or exc}", is_error=True)
+        except UnicodeError as exc:  # JSON can carry lone surrogates no file or argv can hold
+            return ToolResult(call.id, f"Error: text that cannot be encoded: {exc}", True)

@@ -1,0 +1,126 @@
+"""The shell tool. It runs in the workspace folder and is not sandboxed beyond that:
+approval modes, not this module, decide whether it may run at all.
+
+The command gets its own process group so a timeout (or Ctrl-C) kills everything it
+started, not just the shell; nothing it starts outlives the call. Output is read by a
+thread that keeps only the head and the tail, so `yes` costs bounded memory, and the
+middle that was dropped is stated in the result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import threading
+from pathlib import Path
+
+from agent.tools.registry import ToolContext, ToolError, tool
+
+DEFAULT_TIMEOUT = 120
+MAX_TIMEOUT = 600
+HEAD_BYTES = 10_000
+TAIL_BYTES = 20_000  # the end of a log is where the error usually is
+GRACE_S = 0.5
+QUIET_ENV = {
+    "PAGER": "cat",
+    "GIT_PAGER": "cat",
+    "GIT_TERMINAL_PROMPT": "0",
+    "TERM": "dumb",
+    "NO_COLOR": "1",
+}
+
+
+class _Capture:
+    """Drains a pipe, keeping the first HEAD_BYTES and the last TAIL_BYTES."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self.thread = threading.Thread(target=self._drain, daemon=True)
+        self.thread.start()
+
+    def _drain(self) -> None:
+        while chunk := os.read(self.fd, 65536):
+            self.total += len(chunk)
+            room = HEAD_BYTES - len(self.head)
+            if room > 0:
+                self.head += chunk[:room]
+                chunk = chunk[room:]
+            self.tail += chunk
+            if len(self.tail) > TAIL_BYTES:
+                del self.tail[:-TAIL_BYTES]
+
+    def text(self) -> str:
+        omitted = self.total - len(self.head) - len(self.tail)
+        middle = f"\n[... {omitted} bytes of output omitted ...]\n".encode() if omitted else b""
+        return (bytes(self.head) + middle + bytes(self.tail)).decode("utf-8", errors="replace")
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # nothing left in it
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def run_command(command: str, cwd: Path, timeout: float) -> tuple[str, int | None]:
+    """(output, exit status); status None when the timeout killed it."""
+    shell = shutil.which("bash") or "/bin/sh"
+    proc = subprocess.Popen(
+        [shell, "-c", command],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env={**os.environ, **QUIET_ENV},
+    )
+    assert proc.stdout is not None
+    capture = _Capture(proc.stdout.fileno())
+    status: int | None
+    try:
+        status = proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        status = None
+    except BaseException:  # Ctrl-C: take the whole command down with us
+        _kill_group(proc.pid)
+        proc.wait()
+        raise
+    # Whatever is left in the group (timed out, or backgrounded with `&`) dies now;
+    # otherwise a background process holding the pipe would keep the reader waiting.
+    _kill_group(proc.pid)
+    proc.wait()
+    capture.thread.join(GRACE_S)
+    output = capture.text()
+    if not capture.thread.is_alive():  # else a process that left the group still writes
+        proc.stdout.close()
+    return output, status
+
+
+@tool("shell")
+def bash(ctx: ToolContext, command: str, timeout: int = DEFAULT_TIMEOUT) -> str:
+    """Run a shell command in the workspace folder; stdout and stderr come back together.
+
+    Args:
+        command: the bash command line
+        timeout: seconds before the command and everything it started are killed
+    """
+    if not 1 <= timeout <= MAX_TIMEOUT:
+        raise ToolError(f"timeout must be between 1 and {MAX_TIMEOUT} seconds, not {timeout}")
+    if "\x00" in command:
+        raise ToolError("command contains a NUL byte")
+    output, status = run_command(command, ctx.workspace, timeout)
+    output = output.rstrip("\n")
+    if status is None:
+        raise ToolError(
+            f"the command timed out after {timeout} s and was killed with its child"
+            " processes; output so far:\n" + (output or "(no output)")
+        )
+    if status < 0:
+        return f"{output}\n[killed by signal {-status}]".lstrip("\n")
+    if status != 0:
+        return f"{output}\n[exit code {status}]".lstrip("\n")
+    return output or "(no output, exit code 0)"

@@ -1,0 +1,120 @@
+"""Approval modes through the real loop: refusals are results, and nothing waits forever."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from agent.history import ToolCall, ToolResult
+from agent.runtime import Approval
+from agent.tools import Tool, ToolContext
+from tests.helpers import make_agent, tool_call
+
+WRITE = tool_call("write_file", path="new.txt", content="hi\n")
+EDIT = tool_call("edit_file", path="notes.txt", old="hello", new="bye")
+SHELL = tool_call("bash", command="touch ran.txt")
+READ = tool_call("read_file", path="notes.txt")
+
+
+def results(agent) -> list[ToolResult]:
+    return [m for m in agent.history if isinstance(m, ToolResult)]
+
+
+def untouched(workspace: Path) -> bool:
+    return (
+        not (workspace / "new.txt").exists()
+        and not (workspace / "ran.txt").exists()
+        and (workspace / "notes.txt").read_text() == "hello from bosun\n"
+    )
+
+
+def test_read_only_refuses_write_edit_and_shell(workspace: Path) -> None:
+    agent, driver, _ = make_agent(
+        [WRITE, EDIT, SHELL, READ, "done"], workspace, approve="read-only"
+    )
+    assert agent.run("try everything").status == "done"
+    driver.assert_complete()
+    write, edit, shell, read = results(agent)
+    for refused, name in [(write, "write_file"), (edit, "edit_file"), (shell, "bash")]:
+        assert refused.is_error
+        assert refused.content == f"Error: {name} is not allowed in read-only mode"
+    assert not read.is_error
+    assert untouched(workspace)
+
+
+def test_ask_without_anyone_to_ask_refuses_instead_of_hanging(workspace: Path) -> None:
+    agent, driver, _ = make_agent([WRITE, SHELL, READ, "done"], workspace, approve="ask")
+    assert agent.approver is None
+    assert agent.run("write").status == "done"
+    driver.assert_complete()
+    write, shell, read = results(agent)
+    for refused in (write, shell):
+        assert refused.is_error and "needs approval and nobody can approve here" in refused.content
+        assert "--approve auto" in refused.content
+    assert not read.is_error and untouched(workspace)
+
+
+def test_ask_with_no_declines_and_shows_a_diff_first(workspace: Path) -> None:
+    agent, _, _ = make_agent([EDIT, "ok"], workspace, approve="ask")
+    seen: list[tuple[str, str | None]] = []
+
+    def approver(call: ToolCall, tool: Tool) -> Approval:
+        seen.append((call.name, agent.tools.preview(call, ToolContext(workspace))))
+        return "no"
+
+    agent.approver = approver
+    agent.run("edit")
+    [(name, diff)] = seen
+    assert name == "edit_file" and diff is not None and "+bye from bosun" in diff
+    [declined] = results(agent)
+    assert declined.is_error and declined.content == "Error: the user declined this call"
+    assert untouched(workspace)
+
+
+def test_ask_with_always_asks_once_per_tool(workspace: Path) -> None:
+    second = tool_call("write_file", path="two.txt", content="2\n")
+    agent, _, _ = make_agent([WRITE, second, SHELL, "done"], workspace, approve="ask")
+    asked: list[str] = []
+
+    def approver(call: ToolCall, tool: Tool) -> Approval:
+        asked.append(call.name)
+        return "always" if tool.kind == "write" else "no"
+
+    agent.approver = approver
+    agent.run("write twice")
+    assert asked == ["write_file", "bash"]
+    assert (workspace / "new.txt").exists() and (workspace / "two.txt").exists()
+    assert not (workspace / "ran.txt").exists()
+
+
+def test_auto_edit_writes_without_asking_but_shell_still_asks(workspace: Path) -> None:
+    agent, _, _ = make_agent([WRITE, SHELL, "done"], workspace, approve="auto-edit")
+    agent.run("go")
+    write, shell = results(agent)
+    assert not write.is_error and (workspace / "new.txt").read_text() == "hi\n"
+    assert shell.is_error and "needs approval" in shell.content
+    assert not (workspace / "ran.txt").exists()
+
+
+def test_auto_runs_everything(workspace: Path) -> None:
+    agent, _, _ = make_agent([WRITE, SHELL, "done"], workspace, approve="auto")
+    agent.run("go")
+    assert not any(r.is_error for r in results(agent))
+    assert (workspace / "ran.txt").exists()
+
+
+def test_bosun_run_without_a_tty_refuses_instead_of_asking(
+    workspace: Path, script_file, tmp_path: Path
+) -> None:
+    script = script_file(WRITE, "gave up")
+    env = {k: v for k, v in os.environ.items() if k != "BOSUN_DEBUG"}
+    cmd = [sys.executable, "-m", "agent", "run", "write a file", "--output", "jsonl"]
+    cmd += ["--model", f"scripted:{script}", "--workspace", str(workspace), "--approve", "ask"]
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "needs approval and nobody can approve here" in proc.stdout
+    assert untouched(workspace)
