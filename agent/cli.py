@@ -159,6 +159,54 @@ def run(
 
 
 @app.command()
+def chat(
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="GGUF path, bundled name, openai:URL#MODEL or scripted:FILE.jsonl"
+            " (default: config.toml, else smollm2-135m).",
+        ),
+    ] = None,
+    workspace: WorkspaceOpt = None,
+    approve: Annotated[
+        Approve | None, typer.Option(help="Which tools may run without asking.")
+    ] = None,
+    constrain: Annotated[
+        Constrain | None, typer.Option(help="Grammar-constrained tool calls.")
+    ] = None,
+    resume: Annotated[
+        str | None, typer.Option("--resume", help="Continue session ID (or a prefix of it).")
+    ] = None,
+    continue_: Annotated[
+        bool,
+        typer.Option("--continue", "-c", help="Continue the latest session in this workspace."),
+    ] = False,
+    show_reasoning: Annotated[
+        bool, typer.Option("--show-reasoning", help="Show the model's reasoning as it streams.")
+    ] = False,
+    context_size: Annotated[
+        int | None, typer.Option("--context-size", min=256, help="Context window in tokens.")
+    ] = None,
+) -> None:
+    """Talk to the agent in a terminal: streamed answers, tool calls, diffs, approvals."""
+    from agent.ui.app import chat_command
+
+    code = chat_command(
+        model,
+        workspace,
+        approve.value if approve is not None else None,
+        resume,
+        continue_,
+        show_reasoning,
+        constrain.value if constrain is not None else None,
+        context_size,
+    )
+    raise typer.Exit(code)
+
+
+@app.command()
 def selftest(model: ModelOpt = "smollm2-135m") -> None:
     """Load a model and run one real multi-token prompt through it."""
     from agent.selftest import selftest as check

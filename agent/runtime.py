@@ -87,7 +87,13 @@ class Agent:
         self.on_message(message)
 
     def run(self, prompt: str) -> ev.RunFinished:
+        """One user request, to the end. Budgets guard one request, so `run` can be
+        called again on the same Agent (a chat) with the counters starting afresh."""
         start = time.perf_counter()
+        self.turns = self.tool_calls = self._format_errors = 0
+        self._recent_calls.clear()
+        self._final_text = ""
+        self.usage = Usage()
         self.add(User(prompt))
         status, error = "done", None
         try:
@@ -162,17 +168,28 @@ class Agent:
         stream = self.driver.stream(
             sent, stop=self.stop, max_tokens=self.budget.max_tokens, grammar=grammar
         )
-        for chunk in stream:
-            if chunk.text:
-                raw.append(chunk.text)
-                text = decoder.feed(chunk.text) if decoder is not None else chunk.text
-                if text:
-                    take(parser.feed(text), closed=True)
-            if chunk.usage is not None:
-                usage = chunk.usage
-            if chunk.finish_reason is not None:
-                finish = chunk.finish_reason
-                stopped_by = chunk.stopped_by
+        try:
+            for chunk in stream:
+                if chunk.text:
+                    raw.append(chunk.text)
+                    text = decoder.feed(chunk.text) if decoder is not None else chunk.text
+                    if text:
+                        take(parser.feed(text), closed=True)
+                if chunk.usage is not None:
+                    usage = chunk.usage
+                if chunk.finish_reason is not None:
+                    finish = chunk.finish_reason
+                    stopped_by = chunk.stopped_by
+        except KeyboardInterrupt:
+            # Keep what the user already read; a call still being written is dropped.
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
+            prose = retain_assistant_text("".join(texts))
+            if prose.strip():
+                self.add(Assistant(prose))
+                self._final_text = prose
+            raise
         if decoder is not None and (rest := decoder.finish()):
             take(parser.feed(rest), closed=True)
         if self.harmony and stopped_by == HARMONY_CALL:
@@ -237,8 +254,14 @@ class Agent:
         for call in reply.calls:
             self.add(AssistantToolUse(call))
             self.emit(ev.ToolCallEvent(call.id, call.name, call.arguments, call.salvaged))
-        for call in reply.calls:
-            result = self._execute(call)
+        for n, call in enumerate(reply.calls):
+            try:
+                result = self._execute(call)
+            except KeyboardInterrupt:
+                # Every call in history gets its result, or the next prompt is invalid.
+                for later in reply.calls[n:]:
+                    self.add(ToolResult(later.id, "Error: interrupted by the user", True))
+                raise
             self.tool_calls += 1
             self._recent_calls.append(call.name + json.dumps(call.arguments, sort_keys=True))
             self.add(result)

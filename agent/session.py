@@ -1,22 +1,37 @@
-"""Append-only JSONL transcripts.
+"""Append-only JSONL transcripts, and reading them back for `--resume` / `--continue`.
 
-Every line is written and flushed as it happens, so a crash (even a native segfault in
-the model backend) loses at most the line being written; the loader skips a torn last
-line. Messages are stored in `agent.history`'s JSON form, so resuming rebuilds the
-structured history exactly.
+Every line is written and flushed as it happens (so before each model call and after
+each tool result), and a crash (even a native segfault in the model backend, or kill -9)
+loses at most the line being written: the OS keeps what was flushed, and the loader skips
+a torn last line. Messages are stored in `agent.history`'s JSON form, so resuming
+rebuilds the structured history exactly, and re-rendering it gives the same prompt.
+
+File format (stable; older files stay readable): one JSON object per line,
+`{"type": "session", "id", "model", "workspace"}` first (again after a resume or a model
+switch), `{"type": "message", "message": {...}}` for each history message, and the
+agent's other events (`tool_call`, `tool_result`, `turn`, `result`, ...) in between.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from agent.events import AgentEvent
-from agent.history import Message, message_from_dict, message_to_dict
+from agent.history import (
+    AssistantToolUse,
+    Message,
+    ToolCall,
+    ToolResult,
+    message_from_dict,
+    message_to_dict,
+)
 
 
 def bosun_home() -> Path:
@@ -37,19 +52,51 @@ def new_session_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
 
 
+def drop_torn_tail(path: Path) -> None:
+    """Make `path` end at a line boundary before appending to it again.
+
+    Without this, the first line written after a crash would be glued onto the torn
+    fragment and the damage would move from the (tolerated) last line to the middle.
+    A fragment that is in fact a whole JSON object only lacks its newline, so it stays.
+    """
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return
+    if size == 0:
+        return
+    with path.open("rb+") as fh:
+        fh.seek(max(0, size - 1))
+        if fh.read(1) == b"\n":
+            return
+        fh.seek(0)
+        data = fh.read()
+        start = data.rfind(b"\n") + 1
+        try:
+            json.loads(data[start:].decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            fh.truncate(start)
+        else:
+            fh.seek(0, os.SEEK_END)
+            fh.write(b"\n")
+
+
 class SessionLog:
-    """One session's transcript file, opened for appending."""
+    """One session's transcript file, opened for appending (a resumed session appends
+    to its old file, so one id names one conversation however often it is continued)."""
 
     def __init__(self, session_id: str, directory: Path | None = None) -> None:
         self.id = session_id
         folder = directory if directory is not None else sessions_dir()
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / f"{session_id}.jsonl"
+        drop_torn_tail(self.path)
         self._fh: IO[str] | None = self.path.open("a", encoding="utf-8")
 
     def _write(self, record: dict[str, Any]) -> None:
         if self._fh is None:
             return
+        # One write call per line: a kill between two lines never tears either of them.
         self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
         self._fh.flush()
 
@@ -67,19 +114,110 @@ class SessionLog:
             self._fh = None
 
 
-def load_messages(path: Path) -> list[Message]:
-    """The structured history stored in a session file; a torn last line is skipped."""
-    messages: list[Message] = []
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """Every complete record in a session file; a torn last line is skipped.
+
+    Only the last line may be torn (the writer appends whole lines and repairs the tail
+    before appending again), so damage anywhere else is reported, not skipped.
+    """
+    records: list[dict[str, Any]] = []
     lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
     for i, line in enumerate(lines):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
-        except json.JSONDecodeError:
-            if i >= len(lines) - 2:
+        except json.JSONDecodeError as exc:
+            if i == last:
                 break  # torn final line from a crash: everything before it is intact
-            raise
-        if isinstance(record, dict) and record.get("type") == "message":
-            messages.append(message_from_dict(record.get("message")))
-    return messages
+            raise ValueError(f"{path.name}: line {i + 1} is not valid JSON ({exc.msg})") from None
+        if isinstance(record, dict):
+            records.append(record)
+    return records
+
+
+def load_messages(path: Path) -> list[Message]:
+    """The structured history stored in a session file; a torn last line is skipped."""
+    return [
+        message_from_dict(r.get("message"))
+        for r in read_records(path)
+        if r.get("type") == "message"
+    ]
+
+
+@dataclass
+class StoredSession:
+    """What a session file says: its id, where and with what it ran, its history."""
+
+    id: str
+    path: Path
+    model: str = ""
+    workspace: str = ""
+    messages: list[Message] = field(default_factory=list)
+
+
+def load_session(path: Path) -> StoredSession:
+    records = read_records(path)
+    first = next((r for r in records if r.get("type") == "session"), {})
+    messages = [message_from_dict(r.get("message")) for r in records if r.get("type") == "message"]
+    return StoredSession(
+        id=str(first.get("id") or path.stem),
+        path=path,
+        model=str(first.get("model", "")),
+        workspace=str(first.get("workspace", "")),
+        messages=messages,
+    )
+
+
+def _workspace_of(path: Path) -> str | None:
+    """The workspace named by the file's first record (cheap: reads one line)."""
+    try:
+        with path.open(encoding="utf-8", errors="replace") as fh:
+            record = json.loads(fh.readline())
+    except (OSError, json.JSONDecodeError):
+        return None
+    if isinstance(record, dict) and record.get("type") == "session":
+        return str(record.get("workspace", ""))
+    return None
+
+
+def latest_session(workspace: Path, directory: Path | None = None) -> Path | None:
+    """The most recently written session of `workspace` (what `--continue` resumes).
+
+    Recency is the file's modification time, not its id, so a resumed old session
+    counts as recent: `--continue` means "where I left off", not "the newest id".
+    """
+    folder = directory if directory is not None else sessions_dir()
+    if not folder.is_dir():
+        return None
+    want = str(workspace.resolve())
+    mine = [p for p in folder.glob("*.jsonl") if _workspace_of(p) == want]
+    if not mine:
+        return None
+    return max(mine, key=lambda p: (p.stat().st_mtime_ns, p.name))
+
+
+def unanswered_calls(messages: list[Message]) -> list[ToolCall]:
+    """Tool calls with no result: the process died (or was stopped hard) while they ran.
+
+    A resumed history must answer them, or the next prompt would show the model a call
+    that never returned.
+    """
+    answered = {m.call_id for m in messages if isinstance(m, ToolResult)}
+    return [
+        m.call for m in messages if isinstance(m, AssistantToolUse) and m.call.id not in answered
+    ]
+
+
+_CALL_NUMBER = re.compile(r"^(?:call|salvage)[_-](\d+)$")
+
+
+def last_call_number(messages: list[Message]) -> int:
+    """The highest N in `call_N`/`salvage-N` ids, so a resumed agent keeps ids unique."""
+    numbers = [
+        int(m.group(1))
+        for msg in messages
+        if isinstance(msg, AssistantToolUse) and (m := _CALL_NUMBER.match(msg.call.id))
+    ]
+    return max(numbers, default=0)

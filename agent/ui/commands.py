@@ -1,0 +1,220 @@
+"""Slash commands: everything the REPL does besides sending a message to the model.
+
+Each handler gets the REPL and the argument text, and returns True to end the session.
+They raise UsageError for a user mistake; the REPL prints it and carries on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.table import Table
+from rich.text import Text
+
+from agent.history import to_json
+from agent.inspect import session_path, sessions_rows
+from agent.permissions import APPROVE_MODES, decision
+from drivers.base import UsageError
+
+if TYPE_CHECKING:
+    from agent.ui.app import Repl
+
+Handler = Callable[["Repl", str], bool | None]
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    help: str
+    run: Handler
+
+
+def _help(repl: Repl, _arg: str) -> None:
+    table = Table(box=None, show_header=False, pad_edge=False)
+    for command in COMMANDS.values():
+        table.add_row(command.name, command.help)
+    repl.console.print(table)
+    repl.say("Enter sends · Esc-Enter new line · Ctrl-C stops the answer · Ctrl-D exits")
+
+
+def _tools(repl: Repl, _arg: str) -> None:
+    verdicts = {"allow": "runs", "ask": "asks", "deny": "blocked"}
+    table = Table("tool", "kind", repl.chat.agent.approve, "what it does", box=None)
+    for name in repl.chat.tools.names:
+        tool = repl.chat.tools.get(name)
+        assert tool is not None
+        verdict = verdicts[decision(repl.chat.agent.approve, tool.kind)]
+        table.add_row(name, tool.kind, verdict, tool.description)
+    repl.console.print(table)
+
+
+def _model(repl: Repl, arg: str) -> None:
+    if arg:
+        repl.say(f"loading {arg} …")
+        repl.chat.switch_model(arg)
+        return
+    caps = repl.chat.caps
+    size = repl.chat.context_size
+    repl.say(f"model: {repl.chat.driver.model}")
+    repl.say(f"template: {caps.template} · tool format: {caps.tool_format}")
+    repl.say(f"context: {size if size else 'unknown'} tokens · /model NAME switches")
+
+
+def _approve(repl: Repl, arg: str) -> None:
+    if not arg:
+        repl.say(f"approve mode: {repl.chat.agent.approve} (one of {', '.join(APPROVE_MODES)})")
+        return
+    if arg not in APPROVE_MODES:
+        raise UsageError(f"unknown approve mode {arg!r}: use one of {', '.join(APPROVE_MODES)}")
+    repl.chat.set_approve(arg)
+    repl.say(f"approve mode: {arg}")
+
+
+def _clear(repl: Repl, _arg: str) -> None:
+    repl.chat.start_new()
+
+
+def _save(repl: Repl, arg: str) -> None:
+    log = repl.chat.log
+    where = log.path if log is not None else "(nowhere)"
+    if not arg:
+        repl.say(f"this session is saved as it goes, to {where}")
+        return
+    target = Path(arg).expanduser()
+    try:
+        target.write_text(to_json(repl.chat.history) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
+    repl.say(f"wrote {len(repl.chat.history)} messages to {target} (bosun render --messages)")
+
+
+def _sessions(repl: Repl, _arg: str) -> None:
+    rows = sessions_rows()[-20:]
+    if not rows:
+        repl.say("no saved sessions yet")
+        return
+    here = str(repl.chat.workspace)
+    table = Table("id", "model", "first prompt", box=None, pad_edge=False)
+    for row in rows:
+        mark = "*" if row["id"] == repl.chat.id else ""
+        style = "" if row["workspace"] == here else "dim"
+        table.add_row(row["id"] + mark, row["model"], row["prompt"][:40], style=style)
+    repl.console.print(table)
+    repl.say("dim: another workspace · * this session · /resume ID continues one")
+
+
+def _resume(repl: Repl, arg: str) -> None:
+    if not arg:
+        raise UsageError("which session? /resume ID (see /sessions)")
+    repl.resume(session_path(arg))
+
+
+def _render(repl: Repl, _arg: str) -> None:
+    prompt = repl.chat.driver.last_prompt
+    if prompt is None:
+        repl.say("no model call yet; this is what the next one would send:")
+        prompt = repl.chat.next_prompt()
+    repl.console.print(Text(prompt), soft_wrap=True)
+
+
+def _usage(repl: Repl, _arg: str) -> None:
+    s = repl.chat.stats
+    size = repl.chat.context_size
+    rows = [
+        ("model calls", str(s.calls)),
+        ("prompt tokens", str(s.prompt_tokens)),
+        ("cached tokens", str(s.cached_tokens)),
+        ("completion tokens", str(s.completion_tokens)),
+        ("model time", f"{s.ms / 1000:.1f} s"),
+        ("last speed", f"{s.tokens_per_s:.1f} tok/s"),
+        ("context used", f"{s.context_used} / {size if size else '?'}"),
+    ]
+    table = Table(box=None, show_header=False, pad_edge=False)
+    for label, value in rows:
+        table.add_row(label, value)
+    repl.console.print(table)
+
+
+def _reasoning(repl: Repl, _arg: str) -> None:
+    renderer = repl.renderer
+    renderer.show_reasoning = not renderer.show_reasoning
+    if renderer.last_reasoning.strip():
+        repl.console.print(Text(renderer.last_reasoning.strip(), style="dim italic"))
+    repl.say(f"reasoning is {'shown' if renderer.show_reasoning else 'collapsed'} from now on")
+
+
+STARTER_AGENTS_MD = """\
+# Project instructions for coding agents
+
+bosun (and other agents) read this file at the start of every session.
+Keep it short: it is part of every prompt.
+
+## Layout
+- describe the main folders here
+
+## Commands
+- build: ...
+- test: ...
+
+## Conventions
+- code style, naming, things to avoid
+"""
+
+
+def write_agents_md(workspace: Path) -> Path:
+    """`/init`: a starter AGENTS.md; never overwrites one the user wrote."""
+    path = workspace / "AGENTS.md"
+    if path.exists():
+        raise UsageError(f"{path} already exists; edit it instead")
+    path.write_text(STARTER_AGENTS_MD, encoding="utf-8")
+    return path
+
+
+def _init(repl: Repl, _arg: str) -> None:
+    path = write_agents_md(repl.chat.workspace)
+    repl.say(f"wrote {path}; edit it, then /clear starts a session that reads it")
+
+
+def _exit(_repl: Repl, _arg: str) -> bool:
+    return True
+
+
+COMMANDS: dict[str, Command] = {
+    c.name: c
+    for c in [
+        Command("/help", "list commands and keys", _help),
+        Command("/tools", "the tools the model may call, and which ask first", _tools),
+        Command("/model", "show the model; /model NAME switches", _model),
+        Command("/approve", "show or set: ask, auto-edit, auto, read-only", _approve),
+        Command("/clear", "start a new session", _clear),
+        Command("/save", "where the session is saved; /save FILE exports it", _save),
+        Command("/sessions", "recent sessions", _sessions),
+        Command("/resume", "continue session ID", _resume),
+        Command("/render", "the exact last prompt sent to the model", _render),
+        Command("/usage", "tokens, cache hits, speed, context", _usage),
+        Command("/reasoning", "show the last reasoning; toggle showing it", _reasoning),
+        Command("/init", "write a starter AGENTS.md", _init),
+        Command("/exit", "leave (Ctrl-D does too)", _exit),
+    ]
+}
+
+
+def find(name: str) -> Command:
+    """The command `name` names, or the only one it is a prefix of."""
+    if name in COMMANDS:
+        return COMMANDS[name]
+    matches = [c for n, c in COMMANDS.items() if n.startswith(name)]
+    if len(matches) == 1:
+        return matches[0]
+    raise UsageError(f"unknown command {name} (/help lists them)")
+
+
+def argument_sources(repl: Repl) -> dict[str, Callable[[], list[str]]]:
+    """What each command's argument completes to."""
+    return {
+        "/approve": lambda: list(APPROVE_MODES),
+        "/resume": lambda: [row["id"] for row in sessions_rows()][::-1],
+    }

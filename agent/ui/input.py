@@ -1,0 +1,106 @@
+"""Reading the user's input with prompt-toolkit: multi-line editing, history, completion.
+
+Enter sends and Esc-Enter (Alt-Enter) starts a new line: a chat is mostly one-line
+messages, and a pasted block arrives as a bracketed paste, newlines included, without
+sending early. Ctrl-C clears a non-empty buffer and only reports an interrupt when the
+buffer is already empty, so the REPL can ask for a second Ctrl-C before it exits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.document import Document
+from prompt_toolkit.history import FileHistory
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+
+PROMPT = "> "
+CONTINUATION = ". "
+
+
+class SlashCompleter(Completer):
+    """Completes `/command` names, then the command's argument (modes, session ids)."""
+
+    def __init__(
+        self, commands: Mapping[str, str], arguments: Mapping[str, Callable[[], list[str]]]
+    ) -> None:
+        self.commands = commands
+        self.arguments = arguments
+
+    def get_completions(
+        self, document: Document, complete_event: CompleteEvent
+    ) -> Iterator[Completion]:
+        text = document.text_before_cursor
+        if not text.startswith("/") or "\n" in text:
+            return
+        name, sep, arg = text.partition(" ")
+        if not sep:
+            for command, help_text in self.commands.items():
+                if command.startswith(name):
+                    yield Completion(command, -len(name), display_meta=help_text)
+            return
+        source = self.arguments.get(name)
+        if source is None or " " in arg:
+            return
+        for value in source():
+            if value.startswith(arg):
+                yield Completion(value, -len(arg))
+
+
+def key_bindings() -> KeyBindings:
+    kb = KeyBindings()
+
+    @kb.add("enter")
+    def _send(event: KeyPressEvent) -> None:
+        buffer = event.current_buffer
+        state = buffer.complete_state
+        if state is not None and state.current_completion is not None:
+            buffer.apply_completion(state.current_completion)
+            return
+        buffer.validate_and_handle()
+
+    @kb.add("escape", "enter")
+    def _newline(event: KeyPressEvent) -> None:
+        event.current_buffer.insert_text("\n")
+
+    @kb.add("c-c")
+    def _interrupt(event: KeyPressEvent) -> None:
+        if event.current_buffer.text:
+            event.current_buffer.reset()
+        else:
+            event.app.exit(exception=KeyboardInterrupt, style="class:aborting")
+
+    return kb
+
+
+class Input:
+    """The REPL's two questions: "what next?" and "allow this tool call?"."""
+
+    def __init__(
+        self,
+        history_file: Path,
+        completer: Completer,
+        toolbar: Callable[[], str],
+    ) -> None:
+        history_file.parent.mkdir(parents=True, exist_ok=True)
+        self.session: PromptSession[str] = PromptSession(
+            history=FileHistory(str(history_file)),
+            completer=completer,
+            complete_while_typing=True,
+            key_bindings=key_bindings(),
+            multiline=True,
+            prompt_continuation=CONTINUATION,
+            bottom_toolbar=toolbar,
+            enable_open_in_editor=False,
+        )
+        self._ask: PromptSession[str] = PromptSession()
+
+    def read(self) -> str:
+        """The next message; KeyboardInterrupt (Ctrl-C on empty input) or EOFError (^D)."""
+        return self.session.prompt(PROMPT)
+
+    def ask(self, question: str) -> str:
+        return self._ask.prompt(question)

@@ -1,0 +1,222 @@
+"""Agent events on a terminal: streamed Markdown, reasoning, tool panels, diffs.
+
+Streaming uses a small `rich.Live` region for the block still being written and prints
+each finished block once, for good. Re-rendering the whole answer in one Live region
+would break as soon as it grows taller than the screen (and costs O(n^2)); a finished
+block never changes, so it can leave the live region and become ordinary scrollback.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from rich import box
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.panel import Panel
+from rich.segment import Segment
+from rich.spinner import Spinner
+from rich.text import Text
+
+from agent import events as ev
+from agent.ui.diff import diff_text
+
+REFRESH_S = 1 / 15
+RESULT_PREVIEW_LINES = 3
+Preview = Callable[[str, dict[str, Any]], str | None]
+
+
+def stable_cut(text: str) -> int:
+    """Where the finished part of streamed Markdown ends: after the last blank line
+    outside a code fence. Everything before it renders the same whatever comes next."""
+    cut = pos = 0
+    fence = ""
+    for line in text.splitlines(keepends=True):
+        if not line.endswith("\n"):
+            break  # the line is still being written
+        stripped = line.strip()
+        if fence:
+            if stripped.startswith(fence) and not stripped.strip(fence[0]):
+                fence = ""
+        elif stripped.startswith(("```", "~~~")):
+            fence = stripped[:3]
+        elif not stripped:
+            cut = pos + len(line)
+        pos += len(line)
+    return cut
+
+
+class Tail:
+    """The last `height` lines of a renderable: the live region must stay shorter than
+    the screen, or the terminal scrolls and Live can no longer redraw in place."""
+
+    def __init__(self, renderable: RenderableType, height: int) -> None:
+        self.renderable = renderable
+        self.height = max(1, height)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        lines = console.render_lines(self.renderable, options, pad=False)
+        for line in lines[-self.height :]:
+            yield from line
+            yield Segment.line()
+
+
+def _one_line(value: Any, width: int) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if isinstance(value, str) and "\n" in value:
+        n = value.count("\n") + (0 if value.endswith("\n") else 1)
+        return f"({n} lines, {len(value.encode())} bytes)"
+    return text if len(text) <= width else text[: max(1, width - 1)] + "…"
+
+
+def _size(text: str) -> str:
+    n = len(text.encode())
+    return f"{n} bytes" if n < 10_000 else f"{n / 1024:.1f} KiB"
+
+
+class Renderer:
+    """Consumes agent events (the `emit` callback) and draws them."""
+
+    def __init__(self, console: Console, preview: Preview, show_reasoning: bool = False) -> None:
+        self.console = console
+        self.preview = preview
+        self.show_reasoning = show_reasoning
+        self.last_reasoning = ""
+        self._kind = ""  # "text" or "reasoning": the block being streamed
+        self._buffer = ""
+        self._reasoning: list[str] = []
+        self._live: Live | None = None
+        self._drawn = 0.0
+
+    # --- streaming -----------------------------------------------------------------
+
+    def _live_region(self) -> Live:
+        if self._live is None:
+            self._live = Live(
+                console=self.console, auto_refresh=False, transient=True, redirect_stdout=False
+            )
+            self._live.start()
+        return self._live
+
+    def _block(self, text: str) -> RenderableType:
+        if self._kind == "reasoning":
+            return Text(text, style="dim italic")
+        return Markdown(text)
+
+    def _draw(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._drawn < REFRESH_S:
+            return
+        self._drawn = now
+        height = max(3, self.console.height - 4)
+        self._live_region().update(Tail(self._block(self._buffer), height), refresh=True)
+
+    def _stream(self, kind: str, text: str) -> None:
+        if kind != self._kind:
+            self.finish_stream()
+            self._kind = kind
+        if kind == "reasoning":
+            self._reasoning.append(text)
+            if not self.show_reasoning:
+                return
+        self._buffer += text
+        cut = stable_cut(self._buffer)
+        if cut:
+            done, self._buffer = self._buffer[:cut], self._buffer[cut:]
+            self._stop_live()
+            self.console.print(self._block(done.rstrip("\n")))
+        if self._buffer.strip():
+            self._draw()
+
+    def waiting(self) -> None:
+        """A spinner until the model's next output: evaluating a long prompt on a CPU
+        can take many seconds, and a silent screen looks like a hang."""
+        if self._live is None:
+            spinner = Spinner("dots", text=Text("working…", style="dim"))
+            self._live = Live(spinner, console=self.console, transient=True, refresh_per_second=8)
+            self._live.start()
+
+    def _stop_live(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+            self._drawn = 0.0
+
+    def finish_stream(self) -> None:
+        """Print what is still live, for good; called before anything else is drawn."""
+        self._stop_live()
+        if self._buffer.strip():
+            self.console.print(self._block(self._buffer.strip("\n")))
+        if self._kind == "reasoning":
+            self.last_reasoning = "".join(self._reasoning)
+            if not self.show_reasoning and self.last_reasoning.strip():
+                words = len(self.last_reasoning.split())
+                self.console.print(
+                    Text(f"▸ reasoning, {words} words (/reasoning shows it)", style="dim")
+                )
+            self._reasoning = []
+        self._buffer, self._kind = "", ""
+
+    # --- everything else -----------------------------------------------------------
+
+    def __call__(self, event: ev.AgentEvent) -> None:
+        if isinstance(event, ev.TextDelta):
+            self._stream("text", event.text)
+            return
+        if isinstance(event, ev.ReasoningDelta):
+            self._stream("reasoning", event.text)
+            return
+        self.finish_stream()
+        if isinstance(event, ev.ToolCallEvent):
+            self.tool_call(event)
+        elif isinstance(event, ev.ToolResultEvent):
+            self.tool_result(event)
+            self.waiting()  # the model is called again next
+        elif isinstance(event, ev.Diagnostic):
+            self.console.print(Text(f"  ! {event.message}", style="yellow"))
+        elif isinstance(event, ev.SessionStarted):
+            self.console.print(
+                Text(f"session {event.id} · {event.model} · {event.workspace}", style="dim")
+            )
+        elif isinstance(event, ev.RunFinished) and event.status != "done":
+            why = f": {event.error}" if event.error else ""
+            self.console.print(Text(f"■ stopped ({event.status}){why}", style="yellow"))
+
+    def tool_call(self, event: ev.ToolCallEvent, preview: bool = True) -> None:
+        """A compact panel: name, arguments on one line each, the diff it would make
+        (not for a replayed call: the file has changed since, the diff would lie)."""
+        width = max(20, self.console.width - 8)
+        body = Text()
+        for i, (key, value) in enumerate(event.arguments.items()):
+            body.append(("\n" if i else "") + f"{key}: ", style="bold")
+            body.append(_one_line(value, width - len(key) - 2))
+        title = event.name + (" (salvaged)" if event.salvaged else "")
+        parts: list[RenderableType] = [body] if event.arguments else [Text("(no arguments)")]
+        diff = self.preview(event.name, event.arguments) if preview else None
+        if diff:
+            parts.append(diff_text(diff))
+        self.console.print(
+            Panel(
+                Group(*parts),
+                title=title,
+                title_align="left",
+                box=box.ROUNDED,
+                expand=False,
+                padding=(0, 1),
+            )
+        )
+
+    def tool_result(self, event: ev.ToolResultEvent) -> None:
+        lines = event.content.splitlines()
+        style = "red" if event.is_error else "dim"
+        mark = "✗" if event.is_error else "✓"
+        summary = f"  {mark} {len(lines)} line{'s' if len(lines) != 1 else ''}, "
+        self.console.print(Text(summary + _size(event.content), style=style))
+        for line in lines[:RESULT_PREVIEW_LINES]:
+            self.console.print(Text("    " + line, style=style, no_wrap=True, overflow="ellipsis"))
+        if len(lines) > RESULT_PREVIEW_LINES:
+            self.console.print(Text(f"    … {len(lines) - RESULT_PREVIEW_LINES} more", style=style))

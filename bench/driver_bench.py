@@ -1,0 +1,186 @@
+"""Driver benchmark: harness overhead, KV-cache reuse over a session, tool-call validity.
+
+    .venv/bin/python bench/driver_bench.py [--model smollm2-135m] [--tasks 20]
+
+Prints three tables:
+1. raw llama-cpp-python (`Llama.create_completion`, streaming) vs bosun's driver on the
+   same prompts, greedy, same max_tokens: tokens/s and the overhead ratio (target ≤ 3%);
+2. a 10-turn session: prompt tokens per turn, tokens actually evaluated (prompt - cached)
+   and time to first token (target: only the new suffix, TTFT turn 10 ≤ 1.3 × turn 2);
+3. SmolLM2's tool-call validity on a 20-task suite, `--constrain never` vs `always`
+   (first model call of each task: a schema-valid call, a plain answer, or malformed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from agent.grammar import tool_call_grammar
+from agent.history import Assistant, AssistantToolUse, System, ToolCall, ToolResult, User
+from agent.parsing import parse_tool_calls
+from agent.prompt import render, system_prompt
+from agent.tools import default_registry
+from drivers.llama_cpp import open_llama
+
+QUESTIONS = [
+    "Explain what a Python list comprehension is.",
+    "Write a haiku about the sea.",
+    "Describe how a hash map works in two sentences.",
+    "What is the difference between TCP and UDP?",
+]
+
+TASKS = [
+    "List the files in this folder.",
+    "Read notes.txt and tell me what it says.",
+    "What is in README.md?",
+    "Show me the first 10 lines of main.py.",
+    "Which files are in the src directory?",
+    "Open config.json and tell me the port.",
+    "Read setup.py.",
+    "Is there a tests folder? List it.",
+    "What does utils.py contain?",
+    "Look at the docs directory.",
+    "Print the contents of requirements.txt.",
+    "Check what is inside app/models.py.",
+    "List everything under scripts.",
+    "Read CHANGELOG.md and summarise it.",
+    "Find out what data.csv holds.",
+    "Show lines 20 to 40 of server.py.",
+    "What is in the .github folder?",
+    "Read LICENSE.",
+    "List the lib directory.",
+    "Open index.html.",
+]
+
+
+def table(title: str, header: list[str], rows: list[list[object]]) -> None:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
+    print(f"\n{title}")
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
+    print("  ".join("-" * w for w in widths))
+    for row in rows:
+        print("  ".join(str(x).ljust(w) for x, w in zip(row, widths, strict=True)))
+
+
+def bench_overhead(driver, max_tokens: int, repeats: int) -> None:
+    llm = driver.llm
+    raw_rates, bosun_rates = [], []
+    for _ in range(repeats):
+        for q in QUESTIONS:
+            prompt = render([System("You are a helpful assistant."), User(q)])
+            llm.reset()
+            start, n = time.perf_counter(), 0
+            for _part in llm.create_completion(
+                prompt, max_tokens=max_tokens, temperature=0.0, stream=True
+            ):
+                n += 1
+            raw_rates.append(n / (time.perf_counter() - start))
+            llm.reset()
+            start, n = time.perf_counter(), 0
+            usage = None
+            for chunk in driver.stream(prompt, max_tokens=max_tokens):
+                usage = chunk.usage or usage
+            n = usage.completion_tokens if usage else 0
+            bosun_rates.append(n / (time.perf_counter() - start))
+    raw, ours = statistics.median(raw_rates), statistics.median(bosun_rates)
+    table(
+        "1. harness overhead (median tokens/s, prompt eval included, cache reset each call)",
+        ["raw llama-cpp-python", "bosun driver", "overhead"],
+        [[f"{raw:.1f}", f"{ours:.1f}", f"{(raw - ours) / raw * 100:+.1f}%"]],
+    )
+
+
+def bench_session(driver, turns: int) -> None:
+    tools = default_registry().specs()
+    history = [System(system_prompt("/work/project")), User("Help me understand this project.")]
+    rows = []
+    driver.llm.reset()
+    for turn in range(1, turns + 1):
+        prompt = render(history, tools)
+        start = time.perf_counter()
+        first = None
+        usage = None
+        for chunk in driver.stream(prompt, max_tokens=24):
+            if first is None and chunk.text:
+                first = time.perf_counter() - start
+            usage = chunk.usage or usage
+        assert usage is not None
+        rows.append(
+            [
+                turn,
+                usage.prompt_tokens,
+                usage.cached_tokens,
+                usage.prompt_tokens - usage.cached_tokens,
+                f"{(first or 0) * 1000:.0f}",
+            ]
+        )
+        call = ToolCall(f"call_{turn}", "read_file", {"path": f"src/module_{turn}.py"})
+        history += [
+            AssistantToolUse(call),
+            ToolResult(call.id, "\n".join(f"{i}\tline {i} of module {turn}" for i in range(1, 9))),
+        ]
+        if turn % 3 == 0:
+            history += [Assistant("Noted."), User(f"Now look at module {turn + 1}.")]
+    table(
+        "2. KV-cache reuse over a session (tokens; TTFT in ms)",
+        ["turn", "prompt", "cached", "evaluated", "TTFT"],
+        rows,
+    )
+    t2, t10 = float(rows[1][4]), float(rows[-1][4])
+    print(f"TTFT turn {turns} / turn 2 = {t10 / t2:.2f} (target <= 1.3)")
+
+
+def bench_validity(driver, n_tasks: int) -> None:
+    registry = default_registry()
+    specs = registry.specs()
+    grammar = tool_call_grammar(specs, require_call=True)
+    rows = []
+    for mode in ("never", "always"):
+        valid = answer = malformed = 0
+        for task in TASKS[:n_tasks]:
+            prompt = render([System(system_prompt("/work/project")), User(task)], specs)
+            text = ""
+            for chunk in driver.stream(
+                prompt, max_tokens=96, grammar=grammar if mode == "always" else None
+            ):
+                text += chunk.text
+            parsed = parse_tool_calls(text, registry.names)
+            good = [c for c in parsed.calls if registry.validate(c) is None]
+            if good and not parsed.diagnostics:
+                valid += 1
+            elif not parsed.calls and not parsed.diagnostics:
+                answer += 1
+            else:
+                malformed += 1
+        rows.append([mode, n_tasks, valid, answer, malformed, f"{valid / n_tasks:.0%}"])
+    table(
+        "3. first-call tool use on a task suite",
+        ["--constrain", "tasks", "valid call", "answer", "malformed", "valid rate"],
+        rows,
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--turns", type=int, default=10)
+    ap.add_argument("--tasks", type=int, default=20)
+    args = ap.parse_args()
+    driver = open_llama(args.model)
+    print(f"model {driver.model}, n_ctx {driver.n_ctx}")
+    bench_overhead(driver, args.max_tokens, args.repeats)
+    bench_session(driver, args.turns)
+    bench_validity(driver, args.tasks)
+    driver.close()
+
+
+if __name__ == "__main__":
+    main()
