@@ -18,7 +18,7 @@ from agent import events as ev
 from agent.capabilities import Capabilities, model_info
 from agent.config import Config
 from agent.gguf import GGUFError
-from agent.headless import constraint_for, project_instructions
+from agent.headless import constraint_for, model_settings, project_instructions
 from agent.history import Assistant, Message, System, ToolCall, ToolResult
 from agent.markup import TOOL_CALL_OPEN, TOOL_RESULT_OPEN, WIRE_CALL_OPEN
 from agent.prompt import canonical_to_wire, render, system_prompt
@@ -241,9 +241,8 @@ class ChatSession:
     # --- plumbing ------------------------------------------------------------------
 
     def _use_model(self, inner: Driver, caps: Capabilities, constrain: str) -> None:
-        self.agent.stop = caps.stop
-        self.agent.wire = caps.reserved_tool_call_token
-        self.agent.harmony = caps.tool_format == "harmony"
+        for name, value in model_settings(caps).items():
+            setattr(self.agent, name, value)
         self.agent.constraint = constraint_for(constrain, inner, self.tools)
         self.caps = caps
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from agent import events as ev
-from agent.capabilities import model_info
+from agent.capabilities import Capabilities, model_info
 from agent.gguf import GGUFError
 from agent.grammar import tool_call_grammar
 from agent.history import Message, System, ToolCall, User
@@ -88,6 +88,16 @@ def project_instructions(workspace: Path) -> tuple[str, str]:
 SMALL_MODEL_PARAMS = 3_000_000_000
 
 
+def model_settings(caps: Capabilities) -> dict[str, Any]:
+    """The Agent fields a model family's capabilities decide (one place for run and chat)."""
+    return {
+        "stop": caps.stop,
+        "wire": caps.reserved_tool_call_token,
+        "harmony": caps.tool_format == "harmony",
+        "think_open": caps.think_markers[0] if caps.think_markers else None,
+    }
+
+
 def constraint_for(
     mode: str, driver: Driver, tools: ToolRegistry
 ) -> Callable[[Sequence[Message]], str | None] | None:
@@ -147,9 +157,7 @@ def run_once(opts: RunOptions) -> int:
         on_message=session.message,
         trace=trace,
         constraint=constraint_for(opts.constrain, driver, tools),
-        stop=caps.stop,
-        wire=caps.reserved_tool_call_token,
-        harmony=caps.tool_format == "harmony",
+        **model_settings(caps),
     )
     try:
         emit(ev.SessionStarted(session.id, driver.model, str(workspace)))

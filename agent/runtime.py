@@ -70,6 +70,7 @@ class Agent:
     stop: Sequence[str] = ()
     wire: bool = False  # remap <tool_call> to [[CALL]] at the driver boundary
     harmony: bool = False  # gpt-oss: parse Harmony channels instead of <tool_call>
+    think_open: str | None = None  # reasoning marker a generation prompt may end with
     # Picks the GBNF grammar for the next model call (None: unconstrained).
     constraint: Callable[[Sequence[Message]], str | None] | None = None
 
@@ -141,7 +142,13 @@ class Agent:
 
     def query(self) -> Reply:
         prompt = render(self.history, self.tools.specs(), self.driver.model, self.template)
-        parser = (HarmonyStreamParser if self.harmony else GenericStreamParser)(self.tools.names)
+        if self.harmony:
+            parser: GenericStreamParser | HarmonyStreamParser = HarmonyStreamParser(
+                self.tools.names
+            )
+        else:  # a template that pre-opens <think> means the reply starts inside it
+            opened = bool(self.think_open) and prompt.rstrip().endswith(str(self.think_open))
+            parser = GenericStreamParser(self.tools.names, think_open=opened)
         texts: list[str] = []
         found: list[tuple[ToolCall, bool]] = []  # (call, envelope closed)
         diagnostics: list[str] = []

@@ -140,3 +140,11 @@ def test_harmony_message_cut_by_max_tokens_is_not_a_call(workspace: Path) -> Non
     agent, _, events = make_agent([step, "<|channel|>final<|message|>ok"], workspace, harmony=True)
     assert agent.run("read").tool_calls == 0
     assert any(isinstance(e, ev.Diagnostic) for e in events)
+
+
+def test_reply_inside_a_pre_opened_think_block_is_reasoning(workspace: Path) -> None:
+    agent, _, events = make_agent(["pondering...</think>The answer."], workspace)
+    agent.think_open = "<|im_start|>assistant"  # stands in for a template ending in <think>
+    result = agent.run("q")
+    assert result.final_text == "The answer."
+    assert [e.text for e in events if isinstance(e, ev.ReasoningDelta)] == ["pondering..."]
