@@ -11,7 +11,7 @@ import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -35,6 +35,11 @@ class Approve(StrEnum):
     auto_edit = "auto-edit"
     auto = "auto"
     read_only = "read-only"
+
+
+class Wire(StrEnum):
+    chat = "chat"
+    completions = "completions"
 
 
 class Constrain(StrEnum):
@@ -72,7 +77,7 @@ class BosunApp(typer.Typer):
         sys.exit(code if isinstance(code, int) else 0)
 
 
-def _fail(message: str, code: int) -> None:
+def _fail(message: str, code: int) -> NoReturn:
     sys.stderr.write(f"bosun: error: {message}\n")
     sys.exit(code)
 
@@ -119,7 +124,7 @@ WorkspaceOpt = Annotated[
 
 @app.command()
 def run(
-    prompt: Annotated[str, typer.Argument(help="The task; '-' reads it from stdin.")],
+    prompt: Annotated[str | None, typer.Argument(help="The task; '-' reads it from stdin.")] = None,
     model: ModelOpt = "smollm2-135m",
     workspace: WorkspaceOpt = None,
     output: Annotated[Output, typer.Option(help="text for people, jsonl for scripts.")] = (
@@ -135,10 +140,48 @@ def run(
     trace: Annotated[
         Path | None, typer.Option(help="Append every exact prompt and completion to FILE.")
     ] = None,
+    tasks: Annotated[
+        Path | None,
+        typer.Option(help="Run every task in FILE.jsonl ('-': stdin), JSONL out, tagged by task."),
+    ] = None,
+    jobs: Annotated[
+        int, typer.Option(min=1, help="Tasks at once with --tasks (the backend may allow fewer).")
+    ] = 1,
+    wire: Annotated[
+        Wire | None,
+        typer.Option(
+            help="openai: models only: chat (server template and tool parser, the default)"
+            " or completions (bosun renders the prompt)."
+        ),
+    ] = None,
 ) -> None:
-    """Run one task headless and exit: 0 done, 1 error, 2 usage, 3 budget/stuck, 130 ^C."""
+    """Run one task headless and exit: 0 done, 1 error, 2 usage, 3 budget/stuck, 130 ^C.
+
+    With --tasks: every task, concurrently; exit 1 when any task did not finish "done".
+    """
+    if tasks is not None:
+        if prompt is not None:
+            _fail("give a PROMPT or --tasks FILE, not both", EXIT_USAGE)
+        from agent.batch import BatchOptions, run_tasks
+
+        code = run_tasks(
+            BatchOptions(
+                tasks=tasks,
+                model=model,
+                workspace=workspace if workspace is not None else Path.cwd(),
+                jobs=jobs,
+                max_turns=max_turns,
+                approve=approve.value,
+                constrain=constrain.value,
+                trace=trace,
+                wire=wire.value if wire is not None else None,
+            )
+        )
+        raise typer.Exit(code)
     from agent.headless import RunOptions, run_once
 
+    if prompt is None:
+        _fail("give a PROMPT ('-' reads it from stdin) or --tasks FILE", EXIT_USAGE)
     if prompt == "-":
         prompt = sys.stdin.read()
     if not prompt.strip():
@@ -153,6 +196,7 @@ def run(
             approve=approve.value,
             constrain=constrain.value,
             trace=trace,
+            wire=wire.value if wire is not None else None,
         )
     )
     raise typer.Exit(code)

@@ -35,6 +35,7 @@ class RunOptions:
     approve: str = "ask"
     constrain: str = "auto"
     trace: Path | None = None
+    wire: str | None = None
 
 
 def check_workspace(path: Path) -> Path:
@@ -124,44 +125,82 @@ def constraint_for(
     return pick
 
 
+def build_agent(
+    driver: Driver,
+    caps: Capabilities,
+    workspace: Path,
+    emit: ev.Emit,
+    session: SessionLog,
+    *,
+    budget: Budget,
+    approve: str,
+    constrain: str,
+    approver: Approver | None = None,
+    trace: Callable[[dict[str, Any]], None] | None = None,
+) -> Agent:
+    """The Agent behind `bosun run` and behind each `--tasks` task, built in one place so
+    the two cannot drift apart. The caller emits SessionStarted, then adds
+    `system_message(workspace)`, so the session file starts with the session line."""
+    tools = default_registry()
+    return Agent(
+        driver=driver,
+        tools=tools,
+        workspace=workspace,
+        history=[],
+        emit=emit,
+        budget=budget,
+        approve=approve,
+        approver=approver,
+        on_message=session.message,
+        trace=trace,
+        constraint=constraint_for(constrain, driver, tools),
+        **model_settings(caps),
+    )
+
+
+def system_message(workspace: Path) -> System:
+    instructions, source = project_instructions(workspace)
+    return System(system_prompt(str(workspace), instructions, source))
+
+
+def capabilities_for(model: str) -> Capabilities:
+    try:  # also validates capabilities.toml before anything is loaded
+        return model_info(model).caps
+    except GGUFError as exc:
+        raise UsageError(f"cannot read model {model}: {exc}") from None
+
+
 def run_once(opts: RunOptions) -> int:
     workspace = check_workspace(opts.workspace)
     trace = trace_writer(opts.trace) if opts.trace is not None else None
     printer: Callable[[ev.AgentEvent], None] = (
         JsonlPrinter() if opts.output == "jsonl" else TextPrinter()
     )
-    try:  # also validates capabilities.toml before anything is loaded
-        caps = model_info(opts.model).caps
-    except GGUFError as exc:
-        raise UsageError(f"cannot read model {opts.model}: {exc}") from None
-    driver = open_driver(opts.model)
+    caps = capabilities_for(opts.model)
+    driver = open_driver(opts.model, wire=opts.wire)
     session = SessionLog(new_session_id())
 
     def emit(event: ev.AgentEvent) -> None:
         session.event(event)
         printer(event)
 
-    tools = default_registry()
-    instructions, source = project_instructions(workspace)
-    history: list[Message] = []
     interactive = sys.stdin.isatty() and sys.stderr.isatty()
-    agent = Agent(
-        driver=driver,
-        tools=tools,
-        workspace=workspace,
-        history=history,
-        emit=emit,
+    agent = build_agent(
+        driver,
+        caps,
+        workspace,
+        emit,
+        session,
         budget=Budget(max_turns=opts.max_turns),
         approve=opts.approve,
-        approver=terminal_approver(tools, workspace) if interactive else None,
-        on_message=session.message,
+        constrain=opts.constrain,
         trace=trace,
-        constraint=constraint_for(opts.constrain, driver, tools),
-        **model_settings(caps),
     )
+    if interactive:
+        agent.approver = terminal_approver(agent.tools, workspace)
     try:
         emit(ev.SessionStarted(session.id, driver.model, str(workspace)))
-        agent.add(System(system_prompt(str(workspace), instructions, source)))
+        agent.add(system_message(workspace))
         result = agent.run(opts.prompt)
     finally:
         session.close()

@@ -25,7 +25,7 @@ from agent.history import (
     User,
     retain_assistant_text,
 )
-from agent.parsing import GenericStreamParser, HarmonyStreamParser
+from agent.parsing import Event, GenericStreamParser, HarmonyStreamParser
 from agent.permissions import decision
 from agent.prompt import WireDecoder, canonical_to_wire, render, wire_to_canonical
 from agent.tools.registry import Tool, ToolContext, ToolRegistry
@@ -52,6 +52,44 @@ class Reply:
     prose: str
     calls: list[ToolCall]
     diagnostics: list[str]
+
+
+@dataclass
+class _Turn:
+    """What one model call has produced so far, as the stream comes in."""
+
+    emit: ev.Emit
+    parser: GenericStreamParser | HarmonyStreamParser
+    record: dict[str, object]  # the --trace line
+    texts: list[str] = field(default_factory=list)
+    raw: list[str] = field(default_factory=list)  # the exact completion text
+    found: list[tuple[ToolCall, bool]] = field(default_factory=list)  # (call, closed)
+    structured: list[ToolCall] = field(default_factory=list)  # parsed by a server
+    diagnostics: list[str] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    finish: str = "stop"
+    stopped_by: str | None = None
+
+    def take(self, events: list[Event], closed: bool) -> None:
+        for e in events:
+            if e.kind == "text":
+                self.texts.append(e.text)
+                self.emit(ev.TextDelta(e.text))
+            elif e.kind == "reasoning":
+                self.emit(ev.ReasoningDelta(e.text))
+            elif e.kind == "tool_call" and e.call is not None:
+                self.found.append((e.call, closed))
+            elif e.kind == "diagnostic":
+                self.diagnostics.append(e.text)
+
+    def end(self, usage: Usage | None, finish: str | None, stopped_by: str | None) -> None:
+        if usage is not None:
+            self.usage = usage
+        if finish is not None:
+            self.finish, self.stopped_by = finish, stopped_by
+
+    def prose(self) -> str:
+        return "".join(self.texts)
 
 
 @dataclass
@@ -141,34 +179,63 @@ class Agent:
         return None
 
     def query(self) -> Reply:
-        prompt = render(self.history, self.tools.specs(), self.driver.model, self.template)
-        if self.harmony:
-            parser: GenericStreamParser | HarmonyStreamParser = HarmonyStreamParser(
-                self.tools.names
-            )
-        else:  # a template that pre-opens <think> means the reply starts inside it
-            opened = bool(self.think_open) and prompt.rstrip().endswith(str(self.think_open))
-            parser = GenericStreamParser(self.tools.names, think_open=opened)
-        texts: list[str] = []
-        found: list[tuple[ToolCall, bool]] = []  # (call, envelope closed)
-        diagnostics: list[str] = []
-        usage, finish, stopped_by = Usage(), "stop", None
-        raw: list[str] = []
-        started = time.perf_counter()
-
-        def take(events: list, closed: bool) -> None:
-            for e in events:
-                if e.kind == "text":
-                    texts.append(e.text)
-                    self.emit(ev.TextDelta(e.text))
-                elif e.kind == "reasoning":
-                    self.emit(ev.ReasoningDelta(e.text))
-                elif e.kind == "tool_call" and e.call is not None:
-                    found.append((e.call, closed))
-                elif e.kind == "diagnostic":
-                    diagnostics.append(e.text)
-
+        """One model call, streamed through the parser; events go out as they arrive."""
+        chat_mode = bool(getattr(self.driver, "chat_mode", False))
+        prompt = (
+            ""
+            if chat_mode
+            else render(self.history, self.tools.specs(), self.driver.model, self.template)
+        )
+        t = _Turn(self.emit, self._parser(prompt), {"model": self.driver.model})
+        texts, raw = t.texts, t.raw
         self.turns += 1
+        started = time.perf_counter()
+        try:
+            if chat_mode:
+                self._stream_chat(t)
+            else:
+                self._stream_text(t, prompt)
+        except KeyboardInterrupt:
+            # Keep what the user already read; a call still being written is dropped.
+            prose = retain_assistant_text(t.prose())
+            if prose.strip():
+                self.add(Assistant(prose))
+                self._final_text = prose
+            raise
+        if self.harmony and t.stopped_by == HARMONY_CALL:
+            t.take(t.parser.feed(t.stopped_by), closed=True)  # the end token makes a call
+        t.take(t.parser.finish(), closed=False)
+        if not t.usage.ms:
+            t.usage.ms = (time.perf_counter() - started) * 1000
+        self._account(t.usage)
+        if self.trace is not None:
+            completion = "".join(raw)
+            t.record["completion"] = wire_to_canonical(completion) if self.wire else completion
+            t.record["usage"] = vars(t.usage)
+            self.trace(t.record)
+        # The server saw the real tokens: when it found calls, look-alikes in the prose
+        # are not run a second time.
+        calls = [self._renumber(call) for call in t.structured]
+        for call, closed in () if t.structured else t.found:
+            if t.finish == "length" and not closed:
+                t.diagnostics.append(
+                    f"your call to {call.name} was cut off by the token limit and was not run;"
+                    " make it shorter"
+                )
+            else:
+                calls.append(self._renumber(call))
+        return Reply(retain_assistant_text("".join(texts)), calls, t.diagnostics)
+
+    def _parser(self, prompt: str) -> GenericStreamParser | HarmonyStreamParser:
+        if self.harmony:
+            return HarmonyStreamParser(self.tools.names)
+        # A template that pre-opens <think> means the reply starts inside it.
+        opened = bool(self.think_open) and prompt.rstrip().endswith(str(self.think_open))
+        return GenericStreamParser(self.tools.names, think_open=opened)
+
+    def _stream_text(self, t: _Turn, prompt: str) -> None:
+        """Completion wire: bosun's prompt in, text out (remapped where the model needs)."""
+        t.record["prompt"] = prompt
         grammar = self.constraint(self.history) if self.constraint is not None else None
         sent = canonical_to_wire(prompt) if self.wire else prompt
         decoder = WireDecoder() if self.wire else None
@@ -178,54 +245,38 @@ class Agent:
         try:
             for chunk in stream:
                 if chunk.text:
-                    raw.append(chunk.text)
+                    t.raw.append(chunk.text)
                     text = decoder.feed(chunk.text) if decoder is not None else chunk.text
                     if text:
-                        take(parser.feed(text), closed=True)
-                if chunk.usage is not None:
-                    usage = chunk.usage
-                if chunk.finish_reason is not None:
-                    finish = chunk.finish_reason
-                    stopped_by = chunk.stopped_by
-        except KeyboardInterrupt:
-            # Keep what the user already read; a call still being written is dropped.
+                        t.take(t.parser.feed(text), closed=True)
+                t.end(chunk.usage, chunk.finish_reason, chunk.stopped_by)
+        finally:
             close = getattr(stream, "close", None)
             if close is not None:
                 close()
-            prose = retain_assistant_text("".join(texts))
-            if prose.strip():
-                self.add(Assistant(prose))
-                self._final_text = prose
-            raise
         if decoder is not None and (rest := decoder.finish()):
-            take(parser.feed(rest), closed=True)
-        if self.harmony and stopped_by == HARMONY_CALL:
-            take(parser.feed(stopped_by), closed=True)  # the end token that makes a call
-        take(parser.finish(), closed=False)
-        if not usage.ms:
-            usage.ms = (time.perf_counter() - started) * 1000
-        self._account(usage)
-        if self.trace is not None:
-            completion = "".join(raw)
-            record: dict[str, object] = {
-                "model": self.driver.model,
-                "prompt": prompt,
-                "completion": wire_to_canonical(completion) if self.wire else completion,
-                "usage": vars(usage),
-            }
-            if self.wire:
-                record.update(wire_prompt=sent, wire_completion=completion)
-            self.trace(record)
-        calls = []
-        for call, closed in found:
-            if finish == "length" and not closed:
-                diagnostics.append(
-                    f"your call to {call.name} was cut off by the token limit and was not run;"
-                    " make it shorter"
-                )
-            else:
-                calls.append(self._renumber(call))
-        return Reply(retain_assistant_text("".join(texts)), calls, diagnostics)
+            t.take(t.parser.feed(rest), closed=True)
+        if self.wire:
+            t.record.update(wire_prompt=sent, wire_completion="".join(t.raw))
+
+    def _stream_chat(self, t: _Turn) -> None:
+        """Chat wire: the server applies its template and tool parser; its calls are
+        taken as they are, and text still goes through bosun's parser (salvage)."""
+        from drivers.openai_http import chat_messages
+
+        messages = chat_messages(self.history)
+        t.record["messages"] = messages
+        chat = self.driver.chat  # type: ignore[attr-defined]
+        for piece in chat(messages, self.tools.specs(), max_tokens=self.budget.max_tokens):
+            if piece.reasoning:
+                self.emit(ev.ReasoningDelta(piece.reasoning))
+            if piece.text:
+                t.raw.append(piece.text)
+                t.take(t.parser.feed(piece.text), closed=True)
+            t.structured.extend(piece.calls)
+            t.diagnostics.extend(piece.diagnostics)
+            t.end(piece.usage, piece.finish_reason, None)
+        t.record["tool_calls"] = [{"name": c.name, "arguments": c.arguments} for c in t.structured]
 
     def _account(self, usage: Usage) -> None:
         total = self.usage

@@ -16,8 +16,14 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):(.*)$", re.S)
 SCHEMES = ("scripted", "openai")
 
 
-def open_driver(spec: str, **options: Any) -> Driver:
-    """A driver for `spec`: scripted:FILE, openai:URL#MODEL, a GGUF path or a bundled name."""
+def open_driver(spec: str, *, wire: str | None = None, **options: Any) -> Driver:
+    """A driver for `spec`: scripted:FILE, openai:URL#MODEL, a GGUF path or a bundled name.
+
+    `wire` (chat | completions) only means something for a server; elsewhere bosun
+    always renders the prompt itself.
+    """
+    if wire is not None and not spec.lower().startswith("openai:"):
+        raise UsageError(f"--wire is for openai: models; {spec} is rendered by bosun itself")
     match = _SCHEME.match(spec)
     if match and len(match.group(1)) > 1 and not Path(spec).exists():
         scheme, rest = match.group(1).lower(), match.group(2)
@@ -28,7 +34,9 @@ def open_driver(spec: str, **options: Any) -> Driver:
                 raise UsageError("scripted: needs a file, as in --model scripted:demo.jsonl")
             return ScriptedDriver(rest, model=f"scripted:{Path(rest).name}")
         if scheme == "openai":
-            raise UsageError("the openai: driver is not available in this version yet")
+            from drivers.openai_http import open_openai
+
+            return open_openai(spec, wire=wire, **options)
         raise UsageError(
             f"unknown model scheme {scheme!r}: use a GGUF path, a bundled model name,"
             " openai:URL#MODEL or scripted:FILE.jsonl"

@@ -1,0 +1,453 @@
+"""`bosun run --tasks FILE.jsonl`: many headless runs against one model, concurrently.
+
+Each task runs through the same Agent as `bosun run` and gets its own history, tools,
+workspace and session file; only the driver is shared. A task failing (a driver error,
+a budget, even a harness bug) ends that task with a `result` event and never stops the
+others. Every event on stdout carries `"task": ID`, lines are written whole under one
+lock, and a `summary` line ends the output.
+
+The tasks file is checked completely before the model is loaded, so a typo on line 40
+costs nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from agent import events as ev
+from agent.capabilities import Capabilities
+from agent.headless import (
+    build_agent,
+    capabilities_for,
+    check_workspace,
+    constraint_for,
+    system_message,
+    trace_writer,
+)
+from agent.output import JsonlPrinter
+from agent.permissions import APPROVE_MODES
+from agent.runtime import Agent, Budget
+from agent.session import SessionLog, new_session_id
+from agent.tools import default_registry
+from drivers.base import Driver, UsageError
+
+TASK_KEYS = ("id", "prompt", "workspace", "max_turns", "max_tokens", "approve")
+EXIT_INTERRUPTED = 130
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    prompt: str
+    workspace: Path
+    max_turns: int
+    max_tokens: int
+    approve: str
+
+
+@dataclass
+class BatchOptions:
+    tasks: Path  # Path("-") reads the tasks from stdin
+    model: str
+    workspace: Path  # for tasks that name none
+    jobs: int = 1
+    max_turns: int = 30
+    max_tokens: int = 1024
+    approve: str = "ask"
+    constrain: str = "auto"
+    trace: Path | None = None
+    wire: str | None = None
+
+
+# --- the tasks file -----------------------------------------------------------------
+
+
+def _positive_int(value: Any, where: str, key: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UsageError(f"{where}: {key!r} must be a positive integer, not {value!r}")
+    return value
+
+
+def parse_task(data: Any, where: str, base: Path, opts: BatchOptions) -> Task:
+    """One line of a tasks file -> Task, or a one-line UsageError saying what to fix.
+
+    Unknown keys are refused rather than ignored: a misspelt "max_turn" would otherwise
+    run the task with the default budget and nobody would notice.
+    """
+    if not isinstance(data, dict):
+        raise UsageError(f'{where}: expected a JSON object like {{"id": "t1", "prompt": "…"}}')
+    unknown = sorted(set(data) - set(TASK_KEYS))
+    if unknown:
+        raise UsageError(
+            f"{where}: unknown key(s) {', '.join(unknown)} (known: {', '.join(TASK_KEYS)})"
+        )
+    task_id = data.get("id")
+    if isinstance(task_id, int) and not isinstance(task_id, bool):
+        task_id = str(task_id)
+    if not isinstance(task_id, str) or not task_id.strip():
+        raise UsageError(f'{where}: every task needs an "id" (a non-empty string)')
+    prompt = data.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise UsageError(f'{where}: task {task_id!r} needs a "prompt" (a non-empty string)')
+    workspace = opts.workspace
+    if "workspace" in data:
+        raw = data["workspace"]
+        if not isinstance(raw, str) or not raw:
+            raise UsageError(f'{where}: "workspace" must be a folder path')
+        workspace = base / Path(raw).expanduser()  # an absolute path replaces base
+    try:
+        workspace = check_workspace(workspace)
+    except UsageError as exc:
+        raise UsageError(f"{where}: task {task_id!r}: {exc}") from None
+    approve = data.get("approve", opts.approve)
+    if approve not in APPROVE_MODES:
+        raise UsageError(
+            f'{where}: "approve" must be one of {", ".join(APPROVE_MODES)}, not {approve!r}'
+        )
+    return Task(
+        id=task_id,
+        prompt=prompt,
+        workspace=workspace,
+        max_turns=_positive_int(data.get("max_turns", opts.max_turns), where, "max_turns"),
+        max_tokens=_positive_int(data.get("max_tokens", opts.max_tokens), where, "max_tokens"),
+        approve=approve,
+    )
+
+
+def load_tasks(opts: BatchOptions, stdin: TextIO | None = None) -> list[Task]:
+    """Every task in the file, validated. Relative workspaces are relative to the tasks
+    file's folder, so a tasks file and its workspaces can move together."""
+    path = opts.tasks
+    if str(path) == "-":
+        raw, base, label = (stdin or sys.stdin).read(), Path.cwd(), "<stdin>"
+    else:
+        label, base = str(path), path.parent
+        try:
+            raw = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise UsageError(f"tasks file not found: {path}") from None
+        except IsADirectoryError:
+            raise UsageError(f"tasks file is a directory: {path}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read tasks file {path}: {exc}") from None
+    tasks: list[Task] = []
+    first_line: dict[str, int] = {}
+    for lineno, line in enumerate(raw.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{label}:{lineno}"
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{where}: not valid JSON ({exc.msg})") from None
+        task = parse_task(data, where, base, opts)
+        if task.id in first_line:
+            raise UsageError(
+                f"{where}: duplicate task id {task.id!r} (first on line {first_line[task.id]})"
+            )
+        first_line[task.id] = lineno
+        tasks.append(task)
+    if not tasks:
+        raise UsageError(f"no tasks in {label}")
+    return tasks
+
+
+# --- drivers ------------------------------------------------------------------------
+
+
+def open_model(spec: str, wire: str | None) -> Driver:
+    from drivers import open_driver
+
+    return open_driver(spec, wire=wire)
+
+
+class DriverPool:
+    """Hands each task its driver.
+
+    The scripted driver is strict and sequential (call N must be step N), so every task
+    replays its own fresh copy of the script. Other drivers are shared; how many tasks
+    may use one at a time is its `max_concurrency` (1 when it does not say: the
+    in-process llama driver has one KV cache).
+    """
+
+    def __init__(self, driver: Driver, jobs: int) -> None:
+        from drivers.scripted import ScriptedDriver
+
+        self.driver = driver
+        self._scripted = isinstance(driver, ScriptedDriver)
+        limit = jobs if self._scripted else int(getattr(driver, "max_concurrency", 1) or 1)
+        self.jobs = max(1, min(jobs, limit))
+
+    def acquire(self) -> Driver:
+        from drivers.scripted import ScriptedDriver
+
+        if self._scripted:
+            source = self.driver
+            assert isinstance(source, ScriptedDriver)
+            return ScriptedDriver(source.source, model=source.model)
+        return self.driver
+
+    def release(self, driver: Driver) -> None:
+        if driver is not self.driver:
+            driver.close()
+
+    def close(self) -> None:
+        self.driver.close()
+
+
+# --- running ------------------------------------------------------------------------
+
+
+class LockedOutput:
+    """One stdout shared by every task: a line is written whole or not at all."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.lock = threading.Lock()
+
+    def printer(self, task_id: str) -> Callable[[ev.AgentEvent], None]:
+        printer = JsonlPrinter(self.out, extra={"task": task_id})
+
+        def write(event: ev.AgentEvent) -> None:
+            with self.lock:
+                printer(event)
+
+        return write
+
+    def line(self, record: dict[str, Any]) -> None:
+        with self.lock:
+            self.out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self.out.flush()
+
+
+@dataclass
+class _Shared:
+    """What every task of one batch uses."""
+
+    pool: DriverPool
+    caps: Capabilities
+    output: LockedOutput
+    trace: Callable[[dict[str, Any]], None] | None
+    constrain: str
+    cancelled: threading.Event
+
+
+def _interrupted() -> ev.RunFinished:
+    return ev.RunFinished("interrupted", 0, 0, 0, 0, 0, 0, "")
+
+
+def run_task(task: Task, shared: _Shared) -> ev.RunFinished:
+    """One task, start to `result` event; never raises for a failure of the task itself."""
+    printer = shared.output.printer(task.id)
+    if shared.cancelled.is_set():
+        result = _interrupted()
+        printer(result)
+        return result
+    driver: Driver | None = None
+    session: SessionLog | None = None
+    agent: Agent | None = None
+    # The runtime ends a run as "interrupted" on KeyboardInterrupt; raising it from the
+    # next event is how ^C (which only the main thread receives) reaches a worker.
+    stoppable = (ev.SessionStarted, ev.RunFinished)
+
+    def emit(event: ev.AgentEvent) -> None:
+        if shared.cancelled.is_set() and not isinstance(event, stoppable):
+            raise KeyboardInterrupt
+        if session is not None:
+            session.event(event)
+        printer(event)
+
+    trace = shared.trace
+    if trace is not None:
+        write_trace = trace
+
+        def traced(record: dict[str, Any]) -> None:
+            write_trace({"task": task.id, **record})
+
+        trace = traced
+    try:
+        driver = shared.pool.acquire()
+        session = SessionLog(new_session_id())
+        agent = build_agent(
+            driver,
+            shared.caps,
+            task.workspace,
+            emit,
+            session,
+            budget=Budget(max_turns=task.max_turns, max_tokens=task.max_tokens),
+            approve=task.approve,
+            constrain=shared.constrain,
+            trace=trace,
+        )
+        emit(ev.SessionStarted(session.id, driver.model, str(task.workspace)))
+        agent.add(system_message(task.workspace))
+        return agent.run(task.prompt)
+    except Exception as exc:  # a harness bug in one task must not take the batch down
+        usage = agent.usage if agent is not None else None
+        result = ev.RunFinished(
+            status="error",
+            turns=agent.turns if agent is not None else 0,
+            tool_calls=agent.tool_calls if agent is not None else 0,
+            prompt_tokens=usage.prompt_tokens if usage else 0,
+            cached_tokens=usage.cached_tokens if usage else 0,
+            completion_tokens=usage.completion_tokens if usage else 0,
+            duration_ms=0,
+            final_text="",
+            error=f"internal error: {type(exc).__name__}: {exc}",
+        )
+        emit(result)
+        return result
+    finally:
+        if session is not None:
+            session.close()
+        if driver is not None:
+            shared.pool.release(driver)
+
+
+def _locked(write: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    """Trace records can be megabytes; two tasks appending at once must not mix them."""
+    lock = threading.Lock()
+
+    def locked(record: dict[str, Any]) -> None:
+        with lock:
+            write(record)
+
+    return locked
+
+
+class _Progress:
+    """A rich progress bar on stderr, or nothing.
+
+    Shown only when stderr is a terminal and stdout is not: with both on one terminal,
+    the JSONL lines would tear the bar's redraws apart.
+    """
+
+    def __init__(self, total: int, err: TextIO, out: TextIO) -> None:
+        self._bar: Any = None
+        self._id: Any = None
+        self.failed = 0
+        if not (_isatty(err) and not _isatty(out)):
+            return
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+        self._bar = Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=Console(file=err),
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
+        self._id = self._bar.add_task("tasks", total=total)
+
+    def __enter__(self) -> _Progress:
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def advance(self, result: ev.RunFinished) -> None:
+        if result.status != "done":
+            self.failed += 1
+        if self._bar is not None:
+            label = f"tasks ({self.failed} failed)" if self.failed else "tasks"
+            self._bar.update(self._id, advance=1, description=label)
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def summary(results: Sequence[ev.RunFinished], wall_ms: int) -> dict[str, Any]:
+    done = sum(1 for r in results if r.status == "done")
+    return {
+        "type": "summary",
+        "done": done,
+        "failed": len(results) - done,
+        "tasks": len(results),
+        "prompt_tokens": sum(r.prompt_tokens for r in results),
+        "cached_tokens": sum(r.cached_tokens for r in results),
+        "completion_tokens": sum(r.completion_tokens for r in results),
+        "wall_ms": wall_ms,
+    }
+
+
+def run_tasks(
+    opts: BatchOptions,
+    *,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    stdin: TextIO | None = None,
+    driver: Driver | None = None,
+) -> int:
+    """Run every task; exit code 0 when all are done, 1 when any is not, 130 on ^C.
+
+    `driver` replaces opening --model (tests use it to inject failures).
+    """
+    out = out or sys.stdout
+    err = err or sys.stderr
+    tasks = load_tasks(opts, stdin)
+    trace = _locked(trace_writer(opts.trace)) if opts.trace is not None else None
+    caps = capabilities_for(opts.model)
+    pool = DriverPool(driver or open_model(opts.model, opts.wire), opts.jobs)
+    shared = _Shared(pool, caps, LockedOutput(out), trace, opts.constrain, threading.Event())
+    try:  # a bad --constrain fails here, once, rather than in every task
+        constraint_for(opts.constrain, pool.driver, default_registry())
+    except UsageError:
+        pool.close()
+        raise
+    started = time.perf_counter()
+    results: dict[str, ev.RunFinished] = {}
+    submitted: dict[str, Future[ev.RunFinished]] = {}
+    interrupted = False
+    try:
+        with (
+            _Progress(len(tasks), err, out) as bar,
+            ThreadPoolExecutor(max_workers=pool.jobs, thread_name_prefix="bosun-task") as executor,
+        ):
+            # Submitting is inside the try too: the first task may already be running
+            # (and ^C may arrive) before the last one is queued.
+            try:
+                for task in tasks:
+                    submitted[task.id] = executor.submit(run_task, task, shared)
+                for future in as_completed(submitted.values()):
+                    result = future.result()
+                    bar.advance(result)
+            except KeyboardInterrupt:
+                interrupted = True
+                shared.cancelled.set()
+                for future in submitted.values():
+                    future.cancel()
+            # Leaving the executor waits for running tasks; once cancelled, they end
+            # at their next event.
+    finally:
+        pool.close()
+    for task in tasks:
+        ran = submitted.get(task.id)
+        if ran is not None and ran.done() and not ran.cancelled():
+            results[task.id] = ran.result()
+        else:  # never started
+            results[task.id] = _interrupted()
+            shared.output.printer(task.id)(results[task.id])
+    ordered = [results[t.id] for t in tasks]
+    wall_ms = round((time.perf_counter() - started) * 1000)
+    shared.output.line(summary(ordered, wall_ms))
+    if interrupted or any(r.status == "interrupted" for r in ordered):
+        return EXIT_INTERRUPTED
+    return 0 if all(r.status == "done" for r in ordered) else 1
