@@ -18,10 +18,10 @@ from agent import events as ev
 from agent.capabilities import Capabilities, model_info
 from agent.config import Config
 from agent.gguf import GGUFError
-from agent.headless import constraint_for, model_settings, project_instructions
-from agent.history import Assistant, Message, System, ToolCall, ToolResult
+from agent.headless import constraint_for, model_settings, system_message
+from agent.history import Assistant, Message, ToolCall, ToolResult
 from agent.markup import TOOL_CALL_OPEN, TOOL_RESULT_OPEN, WIRE_CALL_OPEN
-from agent.prompt import canonical_to_wire, render, system_prompt
+from agent.prompt import canonical_to_wire, render
 from agent.runtime import Agent, Approval, Approver, Budget, Reply
 from agent.session import (
     SessionLog,
@@ -295,8 +295,7 @@ class ChatSession:
         self.agent._always.clear()
         self.stats = Stats()
         self._emit(ev.SessionStarted(self.log.id, self.driver.model, str(self.workspace)))
-        instructions, source = project_instructions(self.workspace)
-        self.agent.add(System(system_prompt(str(self.workspace), instructions, source)))
+        self.agent.add(system_message(self.workspace))
 
     def resume(self, path: Path) -> StoredSession:
         """Continue a stored session in its own file, with its history as it was saved.

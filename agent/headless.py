@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -158,9 +159,20 @@ def build_agent(
     )
 
 
+def workspace_files(workspace: Path, limit: int = 40) -> list[str]:
+    """Top-level entries, so a small model can name real paths from its first call."""
+    skip = {".git", ".venv", "node_modules", "__pycache__"}
+    try:
+        entries = sorted(p for p in workspace.iterdir() if p.name not in skip)
+    except OSError:
+        return []
+    names = [p.name + ("/" if p.is_dir() else "") for p in entries[:limit]]
+    return names + ([f"… ({len(entries) - limit} more)"] if len(entries) > limit else [])
+
+
 def system_message(workspace: Path) -> System:
     instructions, source = project_instructions(workspace)
-    return System(system_prompt(str(workspace), instructions, source))
+    return System(system_prompt(str(workspace), instructions, source, workspace_files(workspace)))
 
 
 def capabilities_for(model: str) -> Capabilities:
@@ -170,6 +182,15 @@ def capabilities_for(model: str) -> Capabilities:
         raise UsageError(f"cannot read model {model}: {exc}") from None
 
 
+def loading(model: str) -> AbstractContextManager[object]:
+    """A spinner on stderr while a model loads (big GGUFs take seconds); silent in pipes."""
+    if not sys.stderr.isatty():
+        return nullcontext()
+    from rich.console import Console
+
+    return Console(stderr=True).status(f"loading {model} …", spinner="dots")
+
+
 def run_once(opts: RunOptions) -> int:
     workspace = check_workspace(opts.workspace)
     trace = trace_writer(opts.trace) if opts.trace is not None else None
@@ -177,7 +198,8 @@ def run_once(opts: RunOptions) -> int:
         JsonlPrinter() if opts.output == "jsonl" else TextPrinter()
     )
     caps = capabilities_for(opts.model)
-    driver = open_driver(opts.model, wire=opts.wire)
+    with loading(opts.model):
+        driver = open_driver(opts.model, wire=opts.wire)
     session = SessionLog(new_session_id())
 
     def emit(event: ev.AgentEvent) -> None:

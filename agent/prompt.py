@@ -213,6 +213,7 @@ def system_prompt(
     workspace: str,
     instructions: str = "",
     instructions_source: str = "AGENTS.md",
+    files: Sequence[str] = (),
 ) -> str:
     """The agent's system message (templates/system.jinja), rendered once per session."""
     source = load_template(template_path("system.jinja"))
@@ -221,6 +222,7 @@ def system_prompt(
             workspace=workspace,
             instructions=instructions,
             instructions_source=instructions_source,
+            files=list(files),
         )
     ).strip()
 

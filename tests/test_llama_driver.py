@@ -10,7 +10,7 @@ import pytest
 
 from agent.history import Assistant, System, User
 from agent.prompt import render
-from drivers.base import UsageError, collect
+from drivers.base import DriverError, UsageError, collect
 from drivers.llama_cpp import _held_back
 
 pytest.importorskip("llama_cpp")
@@ -90,3 +90,34 @@ def test_corrupt_gguf_is_a_usage_error(tmp_path: Path) -> None:
 )
 def test_held_back_is_the_longest_partial_stop(text: str, stops: list[str], keep: int) -> None:
     assert _held_back(text, stops) == keep
+
+
+def test_a_prompt_longer_than_the_context_is_a_clear_error(tmp_path: Path) -> None:
+    from agent.headless import build_agent, capabilities_for, system_message
+    from agent.runtime import Budget
+    from agent.session import SessionLog, load_messages
+    from drivers.llama_cpp import open_llama
+
+    small = open_llama("smollm2-135m", n_ctx=256)
+    try:
+        with pytest.raises(DriverError, match="context holds 256"):
+            small.stream("word " * 400)
+        log = SessionLog("overflow", tmp_path)
+        agent = build_agent(
+            small,
+            capabilities_for("smollm2-135m"),
+            tmp_path,
+            lambda e: None,
+            log,
+            budget=Budget(),
+            approve="read-only",
+            constrain="never",
+        )
+        agent.add(system_message(tmp_path))
+        result = agent.run("please summarise: " + "lorem ipsum " * 300)
+        log.close()
+        assert result.status == "error" and "context" in (result.error or "")
+        kinds = [type(m).__name__ for m in load_messages(log.path)]
+        assert kinds == ["System", "User"]  # the session survived, ready to resume
+    finally:
+        small.close()
