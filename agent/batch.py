@@ -7,7 +7,12 @@ others. Every event on stdout carries `"task": ID`, lines are written whole unde
 lock, and a `summary` line ends the output.
 
 The tasks file is checked completely before the model is loaded, so a typo on line 40
-costs nothing.
+costs nothing. A bad line (not JSON, a missing prompt, a duplicate id…) does not stop
+the good ones: it is reported on stdout as a `diagnostic` and then a `result` with
+status "error", both tagged `"task": "line N"`, whose message names the file and line;
+it counts as a failed task in the summary, so the exit code is 1. With `strict`
+(`--strict`), any bad line refuses the whole file before anything runs (a UsageError,
+exit 2). A tasks file that is missing, unreadable or empty is always a UsageError.
 """
 
 from __future__ import annotations
@@ -65,6 +70,7 @@ class BatchOptions:
     constrain: str = "auto"
     trace: Path | None = None
     wire: str | None = None
+    strict: bool = False  # any bad line refuses the whole file
 
 
 # --- the tasks file -----------------------------------------------------------------
@@ -122,9 +128,24 @@ def parse_task(data: Any, where: str, base: Path, opts: BatchOptions) -> Task:
     )
 
 
-def load_tasks(opts: BatchOptions, stdin: TextIO | None = None) -> list[Task]:
-    """Every task in the file, validated. Relative workspaces are relative to the tasks
-    file's folder, so a tasks file and its workspaces can move together."""
+@dataclass(frozen=True)
+class BadLine:
+    """A tasks-file line that cannot run; `message` names the file and line."""
+
+    lineno: int
+    message: str
+
+    @property
+    def label(self) -> str:
+        return f"line {self.lineno}"
+
+
+def read_tasks(opts: BatchOptions, stdin: TextIO | None = None) -> tuple[list[Task], list[BadLine]]:
+    """The good tasks in the file and its bad lines. Relative workspaces are relative to
+    the tasks file's folder, so a tasks file and its workspaces can move together.
+
+    Raises UsageError only for a file that cannot be read or holds no lines at all.
+    """
     path = opts.tasks
     if str(path) == "-":
         raw, base, label = (stdin or sys.stdin).read(), Path.cwd(), "<stdin>"
@@ -139,24 +160,37 @@ def load_tasks(opts: BatchOptions, stdin: TextIO | None = None) -> list[Task]:
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"cannot read tasks file {path}: {exc}") from None
     tasks: list[Task] = []
+    bad: list[BadLine] = []
     first_line: dict[str, int] = {}
     for lineno, line in enumerate(raw.splitlines(), 1):
         if not line.strip():
             continue
         where = f"{label}:{lineno}"
         try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"{where}: not valid JSON ({exc.msg})") from None
-        task = parse_task(data, where, base, opts)
-        if task.id in first_line:
-            raise UsageError(
-                f"{where}: duplicate task id {task.id!r} (first on line {first_line[task.id]})"
-            )
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise UsageError(f"{where}: not valid JSON ({exc.msg})") from None
+            task = parse_task(data, where, base, opts)
+            if task.id in first_line:
+                raise UsageError(
+                    f"{where}: duplicate task id {task.id!r} (first on line {first_line[task.id]})"
+                )
+        except UsageError as exc:
+            bad.append(BadLine(lineno, str(exc)))
+            continue
         first_line[task.id] = lineno
         tasks.append(task)
-    if not tasks:
+    if not tasks and not bad:
         raise UsageError(f"no tasks in {label}")
+    return tasks, bad
+
+
+def load_tasks(opts: BatchOptions, stdin: TextIO | None = None) -> list[Task]:
+    """Every task in the file, validated; the first bad line refuses the whole file."""
+    tasks, bad = read_tasks(opts, stdin)
+    if bad:
+        raise UsageError(bad[0].message)
     return tasks
 
 
@@ -388,6 +422,21 @@ def summary(results: Sequence[ev.RunFinished], wall_ms: int) -> dict[str, Any]:
     }
 
 
+def _bad_line(line: BadLine, output: LockedOutput) -> ev.RunFinished:
+    """A bad tasks-file line: a diagnostic, then its failed result, tagged "line N"."""
+    printer = output.printer(line.label)
+    printer(ev.Diagnostic(line.message))
+    result = ev.RunFinished("error", 0, 0, 0, 0, 0, 0, "", error=line.message)
+    printer(result)
+    return result
+
+
+def _report_bad_lines(bad: Sequence[BadLine], output: LockedOutput, started: float) -> int:
+    results = [_bad_line(line, output) for line in bad]
+    output.line(summary(results, round((time.perf_counter() - started) * 1000)))
+    return 1
+
+
 def run_tasks(
     opts: BatchOptions,
     *,
@@ -398,11 +447,18 @@ def run_tasks(
 ) -> int:
     """Run every task; exit code 0 when all are done, 1 when any is not, 130 on ^C.
 
-    `driver` replaces opening --model (tests use it to inject failures).
+    `driver` replaces opening --model (tests use it to inject failures). Bad lines of
+    the tasks file fail on their own (see the module docstring) unless `opts.strict`.
     """
     out = out or sys.stdout
     err = err or sys.stderr
-    tasks = load_tasks(opts, stdin)
+    bad: list[BadLine] = []
+    if opts.strict:
+        tasks = load_tasks(opts, stdin)
+    else:
+        tasks, bad = read_tasks(opts, stdin)
+    if not tasks:  # every line is bad: nothing to load a model for
+        return _report_bad_lines(bad, LockedOutput(out), time.perf_counter())
     trace = _locked(trace_writer(opts.trace)) if opts.trace is not None else None
     caps = capabilities_for(opts.model)
     pool = DriverPool(driver or open_model(opts.model, opts.wire), opts.jobs)
@@ -413,6 +469,7 @@ def run_tasks(
         pool.close()
         raise
     started = time.perf_counter()
+    bad_results = [_bad_line(line, shared.output) for line in bad]
     results: dict[str, ev.RunFinished] = {}
     submitted: dict[str, Future[ev.RunFinished]] = {}
     interrupted = False
@@ -445,7 +502,7 @@ def run_tasks(
         else:  # never started
             results[task.id] = _interrupted()
             shared.output.printer(task.id)(results[task.id])
-    ordered = [results[t.id] for t in tasks]
+    ordered = bad_results + [results[t.id] for t in tasks]
     wall_ms = round((time.perf_counter() - started) * 1000)
     shared.output.line(summary(ordered, wall_ms))
     if interrupted or any(r.status == "interrupted" for r in ordered):

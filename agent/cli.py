@@ -154,10 +154,18 @@ def run(
             " or completions (bosun renders the prompt)."
         ),
     ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            help="With --tasks: a bad line refuses the whole file (exit 2) instead of"
+            " failing on its own while the other lines run."
+        ),
+    ] = False,
 ) -> None:
     """Run one task headless and exit: 0 done, 1 error, 2 usage, 3 budget/stuck, 130 ^C.
 
-    With --tasks: every task, concurrently; exit 1 when any task did not finish "done".
+    With --tasks: every task, concurrently; exit 1 when any task did not finish "done"
+    (a bad line of the file counts as a failed task, tagged "line N", unless --strict).
     """
     if tasks is not None:
         if prompt is not None:
@@ -175,6 +183,7 @@ def run(
                 constrain=constrain.value,
                 trace=trace,
                 wire=wire.value if wire is not None else None,
+                strict=strict,
             )
         )
         raise typer.Exit(code)

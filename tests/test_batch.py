@@ -305,19 +305,70 @@ def test_progress_bar_only_when_stderr_is_a_terminal_and_stdout_is_not(tmp_path:
         ),
     ],
 )
-def test_bad_tasks_file_fails_before_anything_runs(
+def test_strict_bad_tasks_file_fails_before_anything_runs(
     tmp_path: Path, bosun_home: Path, lines: list[str], message: str
 ) -> None:
     path = tmp_path / "tasks.jsonl"
     path.write_text("\n".join(lines), encoding="utf-8")
     # The model does not exist either: the tasks file must be what is reported.
-    opts = options(path, model="scripted:/nonexistent/script.jsonl")
+    opts = options(path, model="scripted:/nonexistent/script.jsonl", strict=True)
     out = io.StringIO()
     with pytest.raises(UsageError) as info:
         run_tasks(opts, out=out, err=io.StringIO())
     assert str(info.value).startswith(message.format(path=path))
     assert "\n" not in str(info.value)
     assert out.getvalue() == "" and not (bosun_home / "sessions").exists()
+
+
+def test_bad_lines_fail_alone_and_the_good_ones_run(tmp_path: Path, bosun_home: Path) -> None:
+    path = write_tasks(
+        tmp_path / "t.jsonl",
+        {"id": "a", "prompt": "p"},
+        "{oops",
+        {"id": "b", "prompt": "q", "max_turn": 3},
+        "",
+        {"id": "a", "prompt": "again"},
+        {"id": "c", "prompt": "r"},
+    )
+    code, events = run(options(path, jobs=2), driver=FakeDriver(pieces=1))
+    assert code == 1
+    tasks = by_task(events)
+    assert set(tasks) == {"a", "c", "line 2", "line 3", "line 5"}
+    assert tasks["a"][-1]["status"] == tasks["c"][-1]["status"] == "done"
+    expected = {
+        "line 2": f"{path}:2: not valid JSON (Expecting property name enclosed in double quotes)",
+        "line 3": f"{path}:3: unknown key(s) max_turn (known: ",
+        "line 5": f"{path}:5: duplicate task id 'a' (first on line 1)",
+    }
+    for label, message in expected.items():
+        diagnostic, result = tasks[label]
+        assert diagnostic["type"] == "diagnostic" and diagnostic["message"].startswith(message)
+        assert result["type"] == "result" and result["status"] == "error"
+        assert result["error"] == diagnostic["message"] and "\n" not in result["error"]
+    summary = events[-1]
+    assert (summary["tasks"], summary["done"], summary["failed"]) == (5, 2, 3)
+
+
+def test_all_lines_bad_reports_them_without_loading_the_model(
+    tmp_path: Path, bosun_home: Path
+) -> None:
+    path = write_tasks(tmp_path / "t.jsonl", "[1]", '{"id": "x"}')
+    code, events = run(options(path, model="scripted:/nonexistent/script.jsonl"))
+    assert code == 1
+    assert [(e["type"], e.get("task")) for e in events] == [
+        ("diagnostic", "line 1"),
+        ("result", "line 1"),
+        ("diagnostic", "line 2"),
+        ("result", "line 2"),
+        ("summary", None),
+    ]
+    assert events[-1]["failed"] == 2 and not (bosun_home / "sessions").exists()
+
+
+def test_an_empty_tasks_file_is_still_a_usage_error(tmp_path: Path) -> None:
+    path = write_tasks(tmp_path / "t.jsonl", "", "  ")
+    with pytest.raises(UsageError, match="no tasks in"):
+        run_tasks(options(path), out=io.StringIO(), driver=FakeDriver())
 
 
 def test_missing_tasks_file(tmp_path: Path) -> None:
@@ -375,11 +426,41 @@ def test_cli_runs_tasks_and_exits_1_when_one_fails(cli_has_tasks: None) -> None:
     assert events[-1]["type"] == "summary" and events[-1]["failed"] == 1
 
 
-def test_cli_bad_tasks_file_is_exit_2(cli_has_tasks: None, tmp_path: Path) -> None:
+def test_cli_bad_line_fails_alone(cli_has_tasks: None, tmp_path: Path) -> None:
     from tests.test_openai_driver import bosun
 
     path = write_tasks(tmp_path / "t.jsonl", {"id": "a", "prompt": "p"}, "{oops")
-    proc = bosun("run", "--tasks", str(path), "--model", f"scripted:{SCRIPT}")
+    proc = bosun(
+        "run",
+        "--tasks",
+        str(path),
+        "--model",
+        f"scripted:{SCRIPT}",
+        "--workspace",
+        str(FIXTURES / "ws"),
+    )
+    assert proc.returncode == 1 and proc.stderr == ""
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    tasks = by_task(events)
+    assert tasks["a"][-1]["status"] == "done"
+    assert [e["type"] for e in tasks["line 2"]] == ["diagnostic", "result"]
+    assert tasks["line 2"][-1]["error"].startswith(f"{path}:2: not valid JSON")
+    assert events[-1]["type"] == "summary" and events[-1]["failed"] == 1
+
+
+def test_cli_missing_tasks_file_is_exit_2(cli_has_tasks: None, tmp_path: Path) -> None:
+    from tests.test_openai_driver import bosun
+
+    proc = bosun("run", "--tasks", str(tmp_path / "nope.jsonl"), "--model", f"scripted:{SCRIPT}")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == f"bosun: error: tasks file not found: {tmp_path / 'nope.jsonl'}\n"
+
+
+def test_cli_strict_bad_tasks_file_is_exit_2(cli_has_tasks: None, tmp_path: Path) -> None:
+    from tests.test_openai_driver import bosun
+
+    path = write_tasks(tmp_path / "t.jsonl", {"id": "a", "prompt": "p"}, "{oops")
+    proc = bosun("run", "--strict", "--tasks", str(path), "--model", f"scripted:{SCRIPT}")
     assert proc.returncode == 2 and proc.stdout == ""
     assert (
         proc.stderr == f"bosun: error: {path}:2: not valid JSON (Expecting property name"
@@ -422,3 +503,109 @@ def test_jobs_against_a_real_llama_cpp_server(tmp_path: Path) -> None:
     assert summary["completion_tokens"] > 0
     sessions = {evs[0]["model"] for evs in by_task(events).values()}
     assert sessions == {f"openai:{url}#{MODEL_ALIAS}"}
+
+
+# --- a server that fails ------------------------------------------------------------
+
+
+@pytest.fixture
+def cutting_stub() -> Iterator[Any]:
+    """A stub OpenAI server: prompts with "CUT" get half a stream and a dropped
+    connection, as from a server killed mid-answer; the others a whole answer."""
+    from http.server import ThreadingHTTPServer
+
+    from tests.test_openai_driver import Reply, Stub, _handler, completion_event, models_body
+
+    def pick(route: str, body: Any) -> Reply | None:
+        if route != "POST /v1/completions":
+            return None
+        usage = {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}
+        if "CUT" in json.dumps(body):
+            return Reply(events=[completion_event("Half an ")], cut=True, delay=0.05)
+        return Reply(
+            events=[completion_event("All done."), completion_event("", "stop", usage=usage)],
+            delay=0.05,
+        )
+
+    state = Stub(pick=pick)
+    state.on("GET /v1/models", Reply(body=models_body("stub-model")))
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    yield state
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_server_dropping_one_stream_fails_only_that_task(
+    cutting_stub: Any, tmp_path: Path, bosun_home: Path
+) -> None:
+    tasks = write_tasks(
+        tmp_path / "t.jsonl",
+        *({"id": f"t{i}", "prompt": f"Task {i}.", "max_turns": 1} for i in range(4)),
+        {"id": "cut", "prompt": "CUT this one short.", "max_turns": 1},
+    )
+    opts = options(tasks, model=f"openai:{cutting_stub.url}#stub-model", wire="completions", jobs=3)
+    started = time.monotonic()
+    code, events = run(opts)
+    assert time.monotonic() - started < 30
+    assert code == 1
+    results = {task: evs[-1] for task, evs in by_task(events).items()}
+    assert {t: r["status"] for t, r in results.items()} == {
+        "t0": "done",
+        "t1": "done",
+        "t2": "done",
+        "t3": "done",
+        "cut": "error",
+    }
+    error = results["cut"]["error"]
+    assert error.startswith(f"{cutting_stub.url}: the completions stream broke off: "), error
+    assert "\n" not in error
+    assert events[-1]["type"] == "summary" and events[-1]["failed"] == 1
+
+
+def test_cli_tasks_against_a_server_that_is_not_there(cli_has_tasks: None, tmp_path: Path) -> None:
+    from tests.test_openai_driver import bosun, free_port
+
+    path = write_tasks(tmp_path / "t.jsonl", {"id": "a", "prompt": "p"}, {"id": "b", "prompt": "q"})
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    proc = bosun(
+        "run", "--tasks", str(path), "--jobs", "2", "--model", f"openai:{url}#m",
+        "--workspace", str(FIXTURES / "ws"),
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr == f"bosun: error: cannot reach {url}: connection refused (after 4 tries)\n"
+    assert proc.stdout == ""
+
+
+@pytest.mark.model
+def test_six_tasks_three_jobs_against_a_real_llama_cpp_server(tmp_path: Path) -> None:
+    from tests.test_openai_driver import MODEL_ALIAS, llama_server
+
+    prompts = ["Say hi.", "What is 2+2?", "Name a color.", "Say yes.", "Count to 3.", "Say no."]
+    tasks = write_tasks(
+        tmp_path / "t.jsonl",
+        *(
+            {"id": f"t{i}", "prompt": p, "max_turns": 1, "max_tokens": 8}
+            for i, p in enumerate(prompts)
+        ),
+    )
+    with llama_server(tmp_path / "server.log") as url:
+        opts = options(
+            tasks, model=f"openai:{url}#{MODEL_ALIAS}", wire="completions", jobs=3, max_tokens=8
+        )
+        started = time.monotonic()
+        code, events = run(opts)
+        elapsed = time.monotonic() - started
+    assert elapsed < 60
+    results = {task: evs[-1] for task, evs in by_task(events).items()}
+    assert set(results) == {f"t{i}" for i in range(6)}
+    assert all(r["type"] == "result" for r in results.values())
+    # One turn: the model answers (done) or calls a tool and runs out of turns.
+    assert all(r["status"] in ("done", "max_turns") for r in results.values()), results
+    assert code == (0 if all(r["status"] == "done" for r in results.values()) else 1)
+    summary = events[-1]
+    assert summary["type"] == "summary" and summary["tasks"] == 6
+    assert summary["done"] + summary["failed"] == 6 and summary["completion_tokens"] > 0

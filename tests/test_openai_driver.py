@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -175,6 +175,9 @@ class Reply:
     events: list[dict[str, Any]] | None = None  # SSE events; [DONE] follows
     done: bool = True
     delay: float = 0.0  # seconds before answering
+    # Send `events` as HTTP/1.1 chunks (as uvicorn does), then drop the connection
+    # without the last chunk: what the client sees when the server is killed mid-stream.
+    cut: bool = False
 
 
 @dataclass
@@ -184,6 +187,9 @@ class Stub:
     routes: dict[str, list[Reply]] = field(default_factory=dict)
     requests: list[dict[str, Any]] = field(default_factory=list)
     url: str = ""
+    # Chooses a reply from the request ("METHOD /path", JSON body) before the queues
+    # do; None falls back to them. Concurrent clients need this to be deterministic.
+    pick: Callable[[str, Any], Reply | None] | None = None
 
     def on(self, route: str, *replies: Reply) -> None:
         self.routes[route] = list(replies)
@@ -212,12 +218,18 @@ def _handler(stub: Stub) -> type[BaseHTTPRequestHandler]:
                     "body": json.loads(raw) if raw else None,
                 }
             )
+            picked = stub.pick(route, stub.requests[-1]["body"]) if stub.pick else None
             queue = stub.routes.get(route)
-            if not queue:
+            if picked is not None:
+                reply = picked
+            elif not queue:
                 reply = Reply(404, {"detail": "Not Found"})
             else:
                 reply = queue.pop(0) if len(queue) > 1 else queue[0]
             time.sleep(reply.delay)
+            if reply.cut:
+                self._cut(reply)
+                return
             if reply.events is None:
                 data = json.dumps(reply.body).encode()
                 self.send_response(reply.status)
@@ -234,6 +246,19 @@ def _handler(stub: Stub) -> type[BaseHTTPRequestHandler]:
                 self.wfile.flush()
             if reply.done:
                 self.wfile.write(b"data: [DONE]\n\n")
+
+        def _cut(self, reply: Reply) -> None:
+            self.protocol_version = "HTTP/1.1"
+            self.send_response(reply.status)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for event in reply.events or []:
+                data = f"data: {json.dumps(event)}\n\n".encode()
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)  # no final 0-length chunk
 
         def do_GET(self) -> None:
             self._serve("GET")

@@ -1,0 +1,146 @@
+"""Batch benchmark: `bosun run --tasks` throughput against a real OpenAI-compatible server.
+
+    .venv/bin/python bench/batch_bench.py [--tasks 8] [--jobs 1,4] [--max-tokens 32] [--repeat 2]
+
+Starts llama-cpp-python's server on the bundled SmolLM2-135M exactly as the test suite
+does (tests/test_openai_driver.py: one CPU thread, `--interrupt_requests false`), warms
+it with one request, then runs the same N one-turn tasks through `agent.batch.run_tasks`
+at each --jobs value and prints: jobs, tasks, wall s (best of --repeat), tasks/minute,
+and the speed-up over the first --jobs value.
+
+llama-cpp-python's server holds one model and one KV cache behind a lock, so it answers
+one request at a time: extra jobs can only overlap bosun's own per-task work (prompt
+rendering, HTTP, session files) with generation, not generation with generation. Expect
+a ratio near 1 here; a server with parallel slots (llama.cpp's `llama-server -np 4`,
+vLLM) is where --jobs pays off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from agent.batch import BatchOptions, run_tasks
+
+PROMPTS = [
+    "Say hello.",
+    "What is 2+2?",
+    "Name a primary color.",
+    "Write one word that rhymes with cat.",
+    "What is the capital of France?",
+    "Count from one to three.",
+    "Say goodbye.",
+    "Name a fruit.",
+]
+
+
+def write_tasks(path: Path, n: int, max_tokens: int) -> None:
+    lines = [
+        json.dumps(
+            {
+                "id": f"t{i}",
+                "prompt": PROMPTS[i % len(PROMPTS)],
+                "max_turns": 1,
+                "max_tokens": max_tokens,
+            }
+        )
+        for i in range(n)
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def run_batch(tasks: Path, spec: str, workspace: Path, jobs: int, max_tokens: int) -> dict:
+    out = io.StringIO()
+    started = time.perf_counter()
+    code = run_tasks(
+        BatchOptions(
+            tasks=tasks,
+            model=spec,
+            workspace=workspace,
+            jobs=jobs,
+            max_turns=1,
+            max_tokens=max_tokens,
+            wire="completions",
+        ),
+        out=out,
+        err=io.StringIO(),
+    )
+    wall = time.perf_counter() - started
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    summary = lines[-1]
+    statuses = [e["status"] for e in lines if e["type"] == "result"]
+    broken = [s for s in statuses if s not in ("done", "max_turns")]
+    if broken:
+        raise SystemExit(f"jobs={jobs}: tasks failed: {broken} (exit {code})")
+    return {"wall": wall, "completion_tokens": summary["completion_tokens"]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tasks", type=int, default=8)
+    ap.add_argument("--jobs", default="1,4", help="comma-separated --jobs values")
+    ap.add_argument("--max-tokens", type=int, default=32)
+    ap.add_argument("--repeat", type=int, default=2, help="runs per --jobs value; best is kept")
+    args = ap.parse_args()
+    jobs_values = [int(j) for j in args.jobs.split(",")]
+
+    import pytest  # the launcher reports a missing model with pytest.skip
+
+    from tests.test_openai_driver import MODEL_ALIAS, llama_server
+
+    with tempfile.TemporaryDirectory(prefix="bosun-batch-bench-") as tmp:
+        tmp_path = Path(tmp)
+        home = tmp_path / "home"  # session files go here, not into ~/.bosun
+        home.mkdir()
+        os.environ["BOSUN_HOME"] = str(home)
+        workspace = tmp_path / "ws"
+        workspace.mkdir()
+        (workspace / "notes.txt").write_text("nothing to see\n", encoding="utf-8")
+        tasks = tmp_path / "tasks.jsonl"
+        write_tasks(tasks, args.tasks, args.max_tokens)
+        warm = tmp_path / "warm.jsonl"
+        write_tasks(warm, 1, args.max_tokens)
+        try:
+            server = llama_server(tmp_path / "server.log")
+            url = server.__enter__()
+        except (pytest.skip.Exception, pytest.fail.Exception) as exc:
+            raise SystemExit(f"cannot start llama_cpp.server: {exc}") from None
+        try:
+            spec = f"openai:{url}#{MODEL_ALIAS}"
+            run_batch(warm, spec, workspace, 1, args.max_tokens)
+            rows = []
+            for jobs in jobs_values:
+                runs = [
+                    run_batch(tasks, spec, workspace, jobs, args.max_tokens)
+                    for _ in range(args.repeat)
+                ]
+                best = min(runs, key=lambda r: r["wall"])
+                rows.append((jobs, best))
+        finally:
+            server.__exit__(None, None, None)
+
+    base = rows[0][1]["wall"]
+    print(
+        f"llama_cpp.server, SmolLM2-135M, 1 thread; {args.tasks} tasks, max_turns 1, "
+        f"max_tokens {args.max_tokens}, best of {args.repeat}"
+    )
+    header = ("jobs", 4), ("tasks", 5), ("wall s", 7), ("tasks/min", 9), ("tokens", 6)
+    print("  ".join(f"{name:>{width}}" for name, width in header) + "  speed-up")
+    for jobs, best in rows:
+        wall = best["wall"]
+        print(
+            f"{jobs:>4}  {args.tasks:>5}  {wall:>7.2f}  {args.tasks / wall * 60:>9.1f}"
+            f"  {best['completion_tokens']:>6}  {base / wall:>7.2f}×"
+        )
+
+
+if __name__ == "__main__":
+    main()
