@@ -24,7 +24,6 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TextIO
 
 from agent import events as ev
@@ -32,167 +31,18 @@ from agent.capabilities import Capabilities
 from agent.headless import (
     build_agent,
     capabilities_for,
-    check_workspace,
     constraint_for,
     system_message,
     trace_writer,
 )
 from agent.output import JsonlPrinter
-from agent.permissions import APPROVE_MODES
 from agent.runtime import Agent, Budget
 from agent.session import SessionLog, new_session_id
+from agent.tasks_file import BadLine, BatchOptions, Task, load_tasks, read_tasks
 from agent.tools import default_registry
 from drivers.base import Driver, UsageError
 
-TASK_KEYS = ("id", "prompt", "workspace", "max_turns", "max_tokens", "approve")
 EXIT_INTERRUPTED = 130
-
-
-@dataclass(frozen=True)
-class Task:
-    id: str
-    prompt: str
-    workspace: Path
-    max_turns: int
-    max_tokens: int
-    approve: str
-
-
-@dataclass
-class BatchOptions:
-    tasks: Path  # Path("-") reads the tasks from stdin
-    model: str
-    workspace: Path  # for tasks that name none
-    jobs: int = 1
-    max_turns: int = 30
-    max_tokens: int = 1024
-    approve: str = "ask"
-    constrain: str = "auto"
-    trace: Path | None = None
-    wire: str | None = None
-    strict: bool = False  # any bad line refuses the whole file
-
-
-# --- the tasks file -----------------------------------------------------------------
-
-
-def _positive_int(value: Any, where: str, key: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise UsageError(f"{where}: {key!r} must be a positive integer, not {value!r}")
-    return value
-
-
-def parse_task(data: Any, where: str, base: Path, opts: BatchOptions) -> Task:
-    """One line of a tasks file -> Task, or a one-line UsageError saying what to fix.
-
-    Unknown keys are refused rather than ignored: a misspelt "max_turn" would otherwise
-    run the task with the default budget and nobody would notice.
-    """
-    if not isinstance(data, dict):
-        raise UsageError(f'{where}: expected a JSON object like {{"id": "t1", "prompt": "…"}}')
-    unknown = sorted(set(data) - set(TASK_KEYS))
-    if unknown:
-        raise UsageError(
-            f"{where}: unknown key(s) {', '.join(unknown)} (known: {', '.join(TASK_KEYS)})"
-        )
-    task_id = data.get("id")
-    if isinstance(task_id, int) and not isinstance(task_id, bool):
-        task_id = str(task_id)
-    if not isinstance(task_id, str) or not task_id.strip():
-        raise UsageError(f'{where}: every task needs an "id" (a non-empty string)')
-    prompt = data.get("prompt")
-    if not isinstance(prompt, str) or not prompt.strip():
-        raise UsageError(f'{where}: task {task_id!r} needs a "prompt" (a non-empty string)')
-    workspace = opts.workspace
-    if "workspace" in data:
-        raw = data["workspace"]
-        if not isinstance(raw, str) or not raw:
-            raise UsageError(f'{where}: "workspace" must be a folder path')
-        workspace = base / Path(raw).expanduser()  # an absolute path replaces base
-    try:
-        workspace = check_workspace(workspace)
-    except UsageError as exc:
-        raise UsageError(f"{where}: task {task_id!r}: {exc}") from None
-    approve = data.get("approve", opts.approve)
-    if approve not in APPROVE_MODES:
-        raise UsageError(
-            f'{where}: "approve" must be one of {", ".join(APPROVE_MODES)}, not {approve!r}'
-        )
-    return Task(
-        id=task_id,
-        prompt=prompt,
-        workspace=workspace,
-        max_turns=_positive_int(data.get("max_turns", opts.max_turns), where, "max_turns"),
-        max_tokens=_positive_int(data.get("max_tokens", opts.max_tokens), where, "max_tokens"),
-        approve=approve,
-    )
-
-
-@dataclass(frozen=True)
-class BadLine:
-    """A tasks-file line that cannot run; `message` names the file and line."""
-
-    lineno: int
-    message: str
-
-    @property
-    def label(self) -> str:
-        return f"line {self.lineno}"
-
-
-def read_tasks(opts: BatchOptions, stdin: TextIO | None = None) -> tuple[list[Task], list[BadLine]]:
-    """The good tasks in the file and its bad lines. Relative workspaces are relative to
-    the tasks file's folder, so a tasks file and its workspaces can move together.
-
-    Raises UsageError only for a file that cannot be read or holds no lines at all.
-    """
-    path = opts.tasks
-    if str(path) == "-":
-        raw, base, label = (stdin or sys.stdin).read(), Path.cwd(), "<stdin>"
-    else:
-        label, base = str(path), path.parent
-        try:
-            raw = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise UsageError(f"tasks file not found: {path}") from None
-        except IsADirectoryError:
-            raise UsageError(f"tasks file is a directory: {path}") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read tasks file {path}: {exc}") from None
-    tasks: list[Task] = []
-    bad: list[BadLine] = []
-    first_line: dict[str, int] = {}
-    for lineno, line in enumerate(raw.splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{label}:{lineno}"
-        try:
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise UsageError(f"{where}: not valid JSON ({exc.msg})") from None
-            task = parse_task(data, where, base, opts)
-            if task.id in first_line:
-                raise UsageError(
-                    f"{where}: duplicate task id {task.id!r} (first on line {first_line[task.id]})"
-                )
-        except UsageError as exc:
-            bad.append(BadLine(lineno, str(exc)))
-            continue
-        first_line[task.id] = lineno
-        tasks.append(task)
-    if not tasks and not bad:
-        raise UsageError(f"no tasks in {label}")
-    return tasks, bad
-
-
-def load_tasks(opts: BatchOptions, stdin: TextIO | None = None) -> list[Task]:
-    """Every task in the file, validated; the first bad line refuses the whole file."""
-    tasks, bad = read_tasks(opts, stdin)
-    if bad:
-        raise UsageError(bad[0].message)
-    return tasks
-
 
 # --- drivers ------------------------------------------------------------------------
 
