@@ -131,20 +131,22 @@ class TextChannel:
         self._pending = ""
 
 
-class ReasoningChannel:
-    """Streams think-block contents, each block trimmed, blocks joined by a newline."""
+class Blocks:
+    """Deltas of one kind: each block trimmed, blocks joined by `sep`.
 
-    def __init__(self, out: list[Event]) -> None:
-        self._out = out
-        self._pending = ""
-        self._skip = True
-        self._sep = ""
-        self._emitted = False
+    Trailing whitespace is held until non-space text follows in the same block, so the
+    trim needs no lookahead and any chunking emits the same text. Think blocks and
+    Harmony messages both stream through this."""
 
-    def open_block(self) -> None:
+    def __init__(self, out: list[Event], kind: EventKind, sep: str) -> None:
+        self._out, self._kind, self._sep = out, kind, sep
+        self._owed = ""  # the separator the next emitted delta starts with
+        self._pending, self._skip, self._emitted = "", True, False
+
+    def open(self) -> None:
         self._skip = True
         self._pending = ""
-        self._sep = "\n" if self._emitted else ""
+        self._owed = self._sep if self._emitted else ""
 
     def push(self, s: str) -> None:
         if self._skip:
@@ -156,10 +158,24 @@ class ReasoningChannel:
         if not body:
             self._pending += s
             return
-        self._out.append(Event("reasoning", self._sep + self._pending + body))
-        self._sep = ""
+        self._out.append(Event(self._kind, self._owed + self._pending + body))
+        self._owed = ""
         self._pending = s[len(body) :]
         self._emitted = True
+
+    def close(self) -> None:
+        self._pending = ""
+        self._skip = True
+
+
+class ReasoningChannel(Blocks):
+    """Streams think-block contents, each block trimmed, blocks joined by a newline."""
+
+    def __init__(self, out: list[Event]) -> None:
+        super().__init__(out, "reasoning", "\n")
+
+    def open_block(self) -> None:
+        self.open()
 
     def close_block(self) -> None:
         self._pending = ""

@@ -31,7 +31,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.history import ToolCall
-from agent.parsing.base import WS, Event, EventKind, ParseResult, coalesce, result_from_events
+from agent.parsing.base import (
+    Blocks,
+    Event,
+    ParseResult,
+    coalesce,
+    result_from_events,
+)
 
 START, END, MESSAGE = "<|start|>", "<|end|>", "<|message|>"
 CHANNEL, CONSTRAIN = "<|channel|>", "<|constrain|>"
@@ -52,42 +58,6 @@ _HEADER_SPLIT = re.compile(r"(<\|channel\|>|<\|constrain\|>)")
 _CHANNELS = ("analysis", "commentary", "final")
 _OUT_OF_STRING = re.compile(r'["<]')
 _IN_STRING = re.compile(r'["\\]')
-
-
-class _Blocks:
-    """Deltas of one kind: each message trimmed, messages joined by `sep`.
-
-    Trailing whitespace is held until non-space text follows in the same message, so
-    the trim needs no lookahead and any chunking emits the same text."""
-
-    def __init__(self, out: list[Event], kind: EventKind, sep: str) -> None:
-        self._out, self._kind, self._sep = out, kind, sep
-        self._owed = ""  # the separator the next emitted delta starts with
-        self._pending, self._skip, self._emitted = "", True, False
-
-    def open(self) -> None:
-        self._skip = True
-        self._pending = ""
-        self._owed = self._sep if self._emitted else ""
-
-    def push(self, s: str) -> None:
-        if self._skip:
-            s = s.lstrip(WS)
-            if not s:
-                return
-            self._skip = False
-        body = s.rstrip(WS)
-        if not body:
-            self._pending += s
-            return
-        self._out.append(Event(self._kind, self._owed + self._pending + body))
-        self._owed = ""
-        self._pending = s[len(body) :]
-        self._emitted = True
-
-    def close(self) -> None:
-        self._pending = ""
-        self._skip = True
 
 
 @dataclass(slots=True)
@@ -147,8 +117,8 @@ class HarmonyStreamParser:
 
     def __init__(self, tool_names: Iterable[str] | None = None) -> None:
         self._out: list[Event] = []
-        self._text = _Blocks(self._out, "text", "\n\n")
-        self._reasoning = _Blocks(self._out, "reasoning", "\n")
+        self._text = Blocks(self._out, "text", "\n\n")
+        self._reasoning = Blocks(self._out, "reasoning", "\n")
         self._state, self._final, self._calls = OUTSIDE, False, 0
         self._held = ""  # a possible partial marker
         self._lead: list[str] = []  # OUTSIDE: text that may still be a header
