@@ -122,6 +122,7 @@ class _Shared:
     trace: Callable[[dict[str, Any]], None] | None
     constrain: str
     cancelled: threading.Event
+    ablate: frozenset[str] = frozenset()
 
 
 def _interrupted() -> ev.RunFinished:
@@ -170,6 +171,7 @@ def run_task(task: Task, shared: _Shared) -> ev.RunFinished:
             approve=task.approve,
             constrain=shared.constrain,
             trace=trace,
+            ablate=shared.ablate,
         )
         emit(ev.SessionStarted(session.id, driver.model, str(task.workspace)))
         agent.add(system_message(task.workspace))
@@ -312,7 +314,9 @@ def run_tasks(
     trace = _locked(trace_writer(opts.trace)) if opts.trace is not None else None
     caps = capabilities_for(opts.model)
     pool = DriverPool(driver or open_model(opts.model, opts.wire), opts.jobs)
-    shared = _Shared(pool, caps, LockedOutput(out), trace, opts.constrain, threading.Event())
+    shared = _Shared(
+        pool, caps, LockedOutput(out), trace, opts.constrain, threading.Event(), opts.ablate
+    )
     try:  # a bad --constrain fails here, once, rather than in every task
         constraint_for(opts.constrain, pool.driver, default_registry())
     except UsageError:

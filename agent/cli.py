@@ -122,6 +122,21 @@ WorkspaceOpt = Annotated[
 ]
 
 
+ABLATIONS = ("salvage", "retention")
+
+
+def _ablations(value: str) -> frozenset[str]:
+    """`--ablate salvage,retention` -> the parts of bosun to turn off (bench/eval)."""
+    names = frozenset(part.strip() for part in value.split(",") if part.strip())
+    unknown = sorted(names - set(ABLATIONS))
+    if unknown:
+        _fail(
+            f"--ablate: unknown {', '.join(unknown)} (choose from {', '.join(ABLATIONS)})",
+            EXIT_USAGE,
+        )
+    return names
+
+
 @app.command()
 def run(
     prompt: Annotated[str | None, typer.Argument(help="The task; '-' reads it from stdin.")] = None,
@@ -161,12 +176,20 @@ def run(
             " failing on its own while the other lines run."
         ),
     ] = False,
+    ablate: Annotated[
+        str,
+        typer.Option(
+            hidden=True,
+            help="Evaluation only: turn off 'salvage' and/or 'retention' (comma-separated).",
+        ),
+    ] = "",
 ) -> None:
     """Run one task headless and exit: 0 done, 1 error, 2 usage, 3 budget/stuck, 130 ^C.
 
     With --tasks: every task, concurrently; exit 1 when any task did not finish "done"
     (a bad line of the file counts as a failed task, tagged "line N", unless --strict).
     """
+    ablations = _ablations(ablate)
     if tasks is not None:
         if prompt is not None:
             _fail("give a PROMPT or --tasks FILE, not both", EXIT_USAGE)
@@ -184,6 +207,7 @@ def run(
                 trace=trace,
                 wire=wire.value if wire is not None else None,
                 strict=strict,
+                ablate=ablations,
             )
         )
         raise typer.Exit(code)
@@ -206,6 +230,7 @@ def run(
             constrain=constrain.value,
             trace=trace,
             wire=wire.value if wire is not None else None,
+            ablate=ablations,
         )
     )
     raise typer.Exit(code)

@@ -37,6 +37,7 @@ class RunOptions:
     constrain: str = "auto"
     trace: Path | None = None
     wire: str | None = None
+    ablate: frozenset[str] = frozenset()
 
 
 def check_workspace(path: Path) -> Path:
@@ -138,6 +139,7 @@ def build_agent(
     constrain: str,
     approver: Approver | None = None,
     trace: Callable[[dict[str, Any]], None] | None = None,
+    ablate: frozenset[str] = frozenset(),
 ) -> Agent:
     """The Agent behind `bosun run` and behind each `--tasks` task, built in one place so
     the two cannot drift apart. The caller emits SessionStarted, then adds
@@ -155,6 +157,8 @@ def build_agent(
         on_message=session.message,
         trace=trace,
         constraint=constraint_for(constrain, driver, tools),
+        salvage="salvage" not in ablate,
+        retain="retention" not in ablate,
         **model_settings(caps),
     )
 
@@ -217,6 +221,7 @@ def run_once(opts: RunOptions) -> int:
         approve=opts.approve,
         constrain=opts.constrain,
         trace=trace,
+        ablate=opts.ablate,
     )
     if interactive:
         agent.approver = terminal_approver(agent.tools, workspace)

@@ -109,6 +109,11 @@ class Agent:
     wire: bool = False  # remap <tool_call> to [[CALL]] at the driver boundary
     harmony: bool = False  # gpt-oss: parse Harmony channels instead of <tool_call>
     think_open: str | None = None  # reasoning marker a generation prompt may end with
+    # Ablations for bench/eval only (`bosun run --ablate`): with salvage off, bare JSON
+    # is never taken as a call; with retain off, history keeps the raw completion,
+    # markup and all, the way naive harnesses do.
+    salvage: bool = True
+    retain: bool = True
     # Picks the GBNF grammar for the next model call (None: unconstrained).
     constraint: Callable[[Sequence[Message]], str | None] | None = None
 
@@ -224,6 +229,11 @@ class Agent:
                 )
             else:
                 calls.append(self._renumber(call))
+        if not self.retain:
+            completion = "".join(raw)
+            return Reply(
+                wire_to_canonical(completion) if self.wire else completion, calls, t.diagnostics
+            )
         return Reply(retain_assistant_text("".join(texts)), calls, t.diagnostics)
 
     def _parser(self, prompt: str) -> GenericStreamParser | HarmonyStreamParser:
@@ -231,7 +241,9 @@ class Agent:
             return HarmonyStreamParser(self.tools.names)
         # A template that pre-opens <think> means the reply starts inside it.
         opened = bool(self.think_open) and prompt.rstrip().endswith(str(self.think_open))
-        return GenericStreamParser(self.tools.names, think_open=opened)
+        return GenericStreamParser(
+            self.tools.names, think_open=opened, salvage_bare_json=self.salvage
+        )
 
     def _stream_text(self, t: _Turn, prompt: str) -> None:
         """Completion wire: bosun's prompt in, text out (remapped where the model needs)."""
@@ -310,7 +322,8 @@ class Agent:
             return True
         self._format_errors = 0
         for call in reply.calls:
-            self.add(AssistantToolUse(call))
+            if self.retain:  # without retention the raw completion already shows it
+                self.add(AssistantToolUse(call))
             self.emit(ev.ToolCallEvent(call.id, call.name, call.arguments, call.salvaged))
         for n, call in enumerate(reply.calls):
             try:

@@ -39,6 +39,7 @@ class BatchOptions:
     trace: Path | None = None
     wire: str | None = None
     strict: bool = False  # any bad line refuses the whole file
+    ablate: frozenset[str] = frozenset()  # bench/eval only: "salvage", "retention"
 
 
 # --- the tasks file -----------------------------------------------------------------

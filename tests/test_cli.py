@@ -149,6 +149,7 @@ def test_session_file_holds_the_structured_history(
         (["--max-turns", "0"], "--max-turns"),
         (["--approve", "sometimes"], "--approve"),
         (["--frobnicate"], "No such option"),
+        (["--ablate", "salvage,grammar"], "--ablate: unknown grammar"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(

@@ -71,7 +71,13 @@ class GenericStreamParser:
     `think_open=True` is for templates that prefill "<think>" in the prompt.
     """
 
-    def __init__(self, tool_names: Iterable[str] | None = None, *, think_open: bool = False):
+    def __init__(
+        self,
+        tool_names: Iterable[str] | None = None,
+        *,
+        think_open: bool = False,
+        salvage_bare_json: bool = True,
+    ):
         self._tools: Collection[str] | None = None if tool_names is None else set(tool_names)
         # buf[0] is the character before the unconsumed text ("\n" at the start), so
         # "am I at a line start" is always buf[i - 1] == "\n".
@@ -86,7 +92,7 @@ class GenericStreamParser:
         self._sink = salvage.ProseSink(self._text, self._out)
         self._push = self._sink.push
         self._removed = self._sink.removed
-        self._salvage_ok = True
+        self._salvage_ok = salvage_bare_json  # False only for the evaluation's no-salvage ablation
         self._calls = 0
         self._checked_at = -1  # absolute position of the last line-start fence check
         self._tick_scan: tuple[int, int] | None = None  # (opener, resume) for a held span
