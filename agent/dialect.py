@@ -22,6 +22,7 @@ from agent.history import (
     Assistant,
     AssistantToolUse,
     Message,
+    Reasoning,
     System,
     ToolCall,
     ToolResult,
@@ -95,6 +96,10 @@ def to_template_messages(
             out.append({"role": "system", "content": content})
         elif isinstance(m, User):
             out.append({"role": "user", "content": m.content})
+        elif isinstance(m, Reasoning):
+            out.append({"role": "assistant", "content": "", **reasoning_fields(m.content)})
+        elif isinstance(m, Assistant) and _opened_by_reasoning(out):
+            out[-1]["content"] = m.content
         elif isinstance(m, Assistant):
             out.append({"role": "assistant", "content": m.content})
         elif isinstance(m, AssistantToolUse):
@@ -115,6 +120,27 @@ def to_template_messages(
     if not dialect.system_role and out and out[0]["role"] == "system":
         _fold_system(out)
     return out
+
+
+# Templates disagree on the key: llama.cpp and vLLM send `reasoning_content`, gpt-oss's
+# template reads `thinking`, a few read `reasoning`. The ones that know several take
+# the first present, so setting all three prints it once.
+REASONING_KEYS = ("reasoning_content", "thinking", "reasoning")
+
+
+def reasoning_fields(text: str) -> dict[str, str]:
+    return dict.fromkeys(REASONING_KEYS, text)
+
+
+def _opened_by_reasoning(out: list[dict[str, Any]]) -> bool:
+    """The last message is an assistant turn that so far holds only its reasoning."""
+    last = out[-1] if out else {}
+    return (
+        last.get("role") == "assistant"
+        and REASONING_KEYS[0] in last
+        and not last["content"]
+        and "tool_calls" not in last
+    )
 
 
 def _add_call(out: list[dict[str, Any]], m: AssistantToolUse, dialect: Dialect) -> None:

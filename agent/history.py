@@ -32,6 +32,20 @@ class Assistant:
 
 
 @dataclass(frozen=True)
+class Reasoning:
+    """What the model thought before the rest of its turn (`<think>`, an analysis channel).
+
+    Kept apart from the prose so it never leaks into an answer, yet kept at all because
+    reasoning templates re-render it for the turns of the current request: without it a
+    prompt that pre-opened `<think>` would not be a prefix of the next one, and models
+    trained on interleaved thinking (MiniMax-M2, GLM, Qwen3) lose their plan between
+    tool calls. Whether older reasoning is shown is each template's own decision.
+    """
+
+    content: str
+
+
+@dataclass(frozen=True)
 class ToolCall:
     id: str
     name: str
@@ -51,12 +65,13 @@ class ToolResult:
     is_error: bool = False
 
 
-Message = System | User | Assistant | AssistantToolUse | ToolResult
+Message = System | User | Assistant | Reasoning | AssistantToolUse | ToolResult
 
 _KINDS: dict[str, type] = {
     "system": System,
     "user": User,
     "assistant": Assistant,
+    "reasoning": Reasoning,
     "assistant_tool_use": AssistantToolUse,
     "tool_result": ToolResult,
 }

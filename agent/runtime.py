@@ -20,6 +20,7 @@ from agent.history import (
     Assistant,
     AssistantToolUse,
     Message,
+    Reasoning,
     ToolCall,
     ToolResult,
     User,
@@ -52,6 +53,7 @@ class Reply:
     prose: str
     calls: list[ToolCall]
     diagnostics: list[str]
+    reasoning: str = ""
 
 
 @dataclass
@@ -62,6 +64,7 @@ class _Turn:
     parser: GenericStreamParser | HarmonyStreamParser
     record: dict[str, object]  # the --trace line
     texts: list[str] = field(default_factory=list)
+    thoughts: list[str] = field(default_factory=list)
     raw: list[str] = field(default_factory=list)  # the exact completion text
     found: list[tuple[ToolCall, bool]] = field(default_factory=list)  # (call, closed)
     structured: list[ToolCall] = field(default_factory=list)  # parsed by a server
@@ -76,11 +79,15 @@ class _Turn:
                 self.texts.append(e.text)
                 self.emit(ev.TextDelta(e.text))
             elif e.kind == "reasoning":
-                self.emit(ev.ReasoningDelta(e.text))
+                self.think(e.text)
             elif e.kind == "tool_call" and e.call is not None:
                 self.found.append((e.call, closed))
             elif e.kind == "diagnostic":
                 self.diagnostics.append(e.text)
+
+    def think(self, text: str) -> None:
+        self.thoughts.append(text)
+        self.emit(ev.ReasoningDelta(text))
 
     def end(self, usage: Usage | None, finish: str | None, stopped_by: str | None) -> None:
         if usage is not None:
@@ -234,7 +241,8 @@ class Agent:
             return Reply(
                 wire_to_canonical(completion) if self.wire else completion, calls, t.diagnostics
             )
-        return Reply(retain_assistant_text("".join(texts)), calls, t.diagnostics)
+        reasoning = "".join(t.thoughts).strip()
+        return Reply(retain_assistant_text("".join(texts)), calls, t.diagnostics, reasoning)
 
     def _parser(self, prompt: str) -> GenericStreamParser | HarmonyStreamParser:
         if self.harmony:
@@ -281,7 +289,7 @@ class Agent:
         chat = self.driver.chat  # type: ignore[attr-defined]
         for piece in chat(messages, self.tools.specs(), max_tokens=self.budget.max_tokens):
             if piece.reasoning:
-                self.emit(ev.ReasoningDelta(piece.reasoning))
+                t.think(piece.reasoning)
             if piece.text:
                 t.raw.append(piece.text)
                 t.take(t.parser.feed(piece.text), closed=True)
@@ -309,6 +317,8 @@ class Agent:
         return ToolCall(f"{prefix}{self._ids}", call.name, call.arguments, call.salvaged)
 
     def act(self, reply: Reply) -> bool:
+        if reply.reasoning and (reply.prose.strip() or reply.calls):
+            self.add(Reasoning(reply.reasoning))
         if reply.prose.strip():
             self.add(Assistant(reply.prose))
             self._final_text = reply.prose

@@ -13,15 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent.history import (
-    Assistant,
-    AssistantToolUse,
-    Message,
-    System,
-    ToolCall,
-    ToolResult,
-    User,
-)
+from agent.dialect import REASONING_KEYS, Dialect, to_template_messages
+from agent.history import Message, ToolCall
 from drivers.base import Usage
 
 
@@ -48,35 +41,16 @@ class ChatChunk:
 def chat_messages(history: Sequence[Message]) -> list[dict[str, Any]]:
     """Structured history -> the `messages` of a chat-completions request.
 
-    The prose and tool calls of one assistant turn become one assistant message (the
-    runtime stores prose first, then the calls), arguments travel as JSON strings as the
-    API requires, and each ToolResult becomes a `tool` message. Errors need no flag:
-    their content already says "Error: …".
+    The same shaping as a local template gets (one assistant message per turn, with its
+    reasoning and calls), in the API's own terms: arguments as JSON strings, reasoning
+    only as `reasoning_content` (what llama.cpp and vLLM read back), and tool messages
+    without the `name` that only some local templates print. Errors need no flag: their
+    content already says "Error: …".
     """
-    out: list[dict[str, Any]] = []
-    for m in history:
-        if isinstance(m, System):
-            out.append({"role": "system", "content": m.content})
-        elif isinstance(m, User):
-            out.append({"role": "user", "content": m.content})
-        elif isinstance(m, Assistant):
-            out.append({"role": "assistant", "content": m.content})
-        elif isinstance(m, AssistantToolUse):
-            call = {
-                "id": m.call.id,
-                "type": "function",
-                "function": {
-                    "name": m.call.name,
-                    "arguments": json.dumps(m.call.arguments, ensure_ascii=False),
-                },
-            }
-            if out and out[-1]["role"] == "assistant":
-                out[-1].setdefault("tool_calls", []).append(call)
-            else:
-                # "" rather than None: some server-side templates trim the content.
-                out.append({"role": "assistant", "content": "", "tool_calls": [call]})
-        elif isinstance(m, ToolResult):
-            out.append({"role": "tool", "tool_call_id": m.call_id, "content": m.content})
+    out = to_template_messages(history, Dialect(arguments_as_string=True))
+    for message in out:
+        for key in (*REASONING_KEYS[1:], "name"):
+            message.pop(key, None)
     return out
 
 

@@ -41,7 +41,7 @@ def test_without_retention_history_keeps_the_raw_markup(workspace: Path) -> None
 
 
 def test_with_retention_history_is_structured(workspace: Path) -> None:
-    agent, driver, _ = make_agent(
+    agent, _, _ = make_agent(
         ["Let me look.\n" + tool_call("list_dir", path="."), "Done."], workspace
     )
     agent.run("list the files")

@@ -5,7 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agent.history import Assistant, AssistantToolUse, Message, System, ToolCall, ToolResult, User
+from agent.history import (
+    Assistant,
+    AssistantToolUse,
+    Message,
+    Reasoning,
+    System,
+    ToolCall,
+    ToolResult,
+    User,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "templates"
@@ -56,20 +65,28 @@ CANONICAL: list[Message] = [
 _T1: list[Message] = [SYSTEM, User("What is in notes.txt?")]
 _T2 = [
     *_T1,
+    Reasoning("The user asks about notes.txt, so I read it."),
     AssistantToolUse(ToolCall("call_1", "read_file", {"path": "notes.txt"})),
     ToolResult("call_1", RESULT),
 ]
 _T3 = [
     *_T2,
+    Reasoning("Greek letters. TODOs may matter too."),
     Assistant("Let me also search for TODOs."),
     AssistantToolUse(ToolCall("call_2", "grep_files", {"pattern": "TODO"})),
     AssistantToolUse(ToolCall("call_3", "read_file", {"path": "todo.md"})),
     ToolResult("call_2", "src/a.py:3: # TODO"),
     ToolResult("call_3", "- ship it", is_error=False),
 ]
-_T4 = [*_T3, Assistant("Three letters and one TODO."), User("Thanks. Anything else?")]
+_T4 = [
+    *_T3,
+    Reasoning("Enough to answer."),
+    Assistant("Three letters and one TODO."),
+    User("Thanks. Anything else?"),
+]
 _T5 = [
     *_T4,
+    Reasoning("Check the other file."),
     AssistantToolUse(ToolCall("call_4", "read_file", {"path": "ünïcode.txt"})),
     ToolResult("call_4", "Error: no such file", is_error=True),
 ]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agent.prompt import TemplateRenderError, render
-from tests.prompt.prefix_check import broken_in, render_turns
+from tests.prompt.prefix_check import as_the_model_replies, broken_in, render_turns
 from tests.prompt.prompt_cases import (
     AGENT_TURNS,
     CANONICAL,
@@ -61,8 +61,8 @@ PREFIX_EXCEPTIONS_AGENT = {
     ),
 }
 _DROPS_THINK = (
-    "drops past reasoning: prints an empty <think></think> on the assistant turns "
-    "after the last user message, and removes it once the user speaks again"
+    "drops past reasoning: shows the reasoning of the turns after the last user "
+    "message, and removes it once the user speaks again"
 )
 _TOOLS_BEFORE_LAST_USER = (
     "Mistral format: [AVAILABLE_TOOLS] sits right before the last user message, so it "
@@ -87,9 +87,51 @@ PREFIX_EXCEPTIONS_CHAT = {
     ),
     "Qwen3.5-4B": ([3], _DROPS_THINK),
     "StepFun3.5-Flash": ([3], _DROPS_THINK),
+    "GLM-4.7-Flash": ([3], _DROPS_THINK),
+    "MiniMax-M2": ([3], _DROPS_THINK),
+    "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": ([3], _DROPS_THINK),
     "Mistral-Small-3.2-24B-Instruct-2506": ([3], _TOOLS_BEFORE_LAST_USER),
     "mistralai-Mistral-Nemo-Instruct-2407": ([3], _TOOLS_BEFORE_LAST_USER),
 }
+# The issue's literal reading: turn N's whole prompt, generation prompt included, starts
+# turn N+1's. In an agent run (where rule 6 allows only the six above) these templates
+# also fail it, by construction: their generation prompt prints something they never
+# print for a past turn.
+_EMPTY_THINK = (
+    "thinking off by default: the generation prompt prints an empty reasoning block "
+    "({}) that the template never prints for a past turn"
+)
+_NO_PAST_REASONING = (
+    "the generation prompt opens {}, but the template strips reasoning from every past "
+    "turn and reads no reasoning_content, so the reply's reasoning cannot be re-rendered"
+)
+LITERAL_EXCEPTIONS_AGENT = {
+    **PREFIX_EXCEPTIONS_AGENT,
+    "Apertus-8B-Instruct": (
+        [2],
+        "prints <|assistant_start|> after a tool result only while it is the last message",
+    ),
+    "Apriel-1.6-15b-Thinker-fixed": (
+        [1, 2],
+        _NO_PAST_REASONING.format("'Here are my reasoning steps:'"),
+    ),
+    "NVIDIA-Nemotron-Nano-v2": ([1, 2], _NO_PAST_REASONING.format("<think>")),
+    "deepseek-ai-DeepSeek-R1-Distill-Llama-8B": ([1], _NO_PAST_REASONING.format("<think>")),
+    "llama-cpp-deepseek-r1": ([1, 2], _NO_PAST_REASONING.format("<think>")),
+    "Qwen-QwQ-32B": ([1, 2], _EMPTY_THINK.format("<think>\\n</think>")),
+    "deepseek-ai-DeepSeek-V3.2": ([1, 2], _EMPTY_THINK.format("<think></think>")),
+    "google-gemma-4-31B-it": ([1], _EMPTY_THINK.format("<|channel>thought<channel|>")),
+    "google-gemma-4-31B-it-interleaved": (
+        [1, 2],
+        _EMPTY_THINK.format("<|channel>thought<channel|>"),
+    ),
+}
+LITERAL_EXCEPTIONS_AGENT["deepseek-ai-DeepSeek-R1-Distill-Qwen-32B"] = (
+    [1, 2],
+    _AGENT_WHY["deepseek-ai-DeepSeek-R1-Distill-Qwen-32B"]
+    + "; and "
+    + _EMPTY_THINK.format("<think>\\n</think>"),
+)
 FALLBACK_HEADER = "You may call one or more tools."
 
 
@@ -147,8 +189,12 @@ def test_errors_are_one_line_template_render_errors() -> None:
 
 @pytest.fixture(scope="module")
 def chat_renders() -> dict[str, list[tuple[str, str]]]:
-    """Every renderable template's prompts for every chat turn, rendered once."""
-    return {path.stem: render_turns(CHAT_TURNS, TOOLS, template=path) for path in _renderable()}
+    """Every renderable template's prompts for every chat turn, rendered once, on the
+    history its own generation prompt leads to (reasoning kept where it asks for it)."""
+    return {
+        path.stem: render_turns(as_the_model_replies(CHAT_TURNS, TOOLS, path), TOOLS, template=path)
+        for path in _renderable()
+    }
 
 
 def test_prefix_stability_in_an_agent_run(chat_renders: dict) -> None:
@@ -164,7 +210,16 @@ def test_prefix_stability_in_an_agent_run(chat_renders: dict) -> None:
 def test_prefix_stability_in_a_chat(chat_renders: dict) -> None:
     broken = {name: turns for name, r in chat_renders.items() if (turns := broken_in(r))}
     assert broken == {name: turns for name, (turns, _) in PREFIX_EXCEPTIONS_CHAT.items()}
-    assert (len(chat_renders) - len(broken)) / len(chat_renders) >= 0.85
+    assert (len(chat_renders) - len(broken)) / len(chat_renders) >= 0.80
+
+
+def test_prefix_stability_with_the_generation_prompt(chat_renders: dict) -> None:
+    broken = {}
+    for name, rendered in chat_renders.items():
+        if turns := broken_in(rendered[: len(AGENT_TURNS)], strict=True):
+            broken[name] = turns
+    assert broken == {name: turns for name, (turns, _) in LITERAL_EXCEPTIONS_AGENT.items()}
+    assert len(chat_renders) - len(broken) >= 54  # of 69
 
 
 def test_system_prompt_stays_in_every_turn(chat_renders: dict) -> None:
