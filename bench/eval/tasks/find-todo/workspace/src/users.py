@@ -1,0 +1,2 @@
+def users():
+    return ['ada']

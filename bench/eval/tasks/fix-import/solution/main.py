@@ -1,0 +1,3 @@
+from helper import slugify
+
+print(slugify("My First Post"))

@@ -1,0 +1,3 @@
+from helpers import slugify
+
+print(slugify("My First Post"))

@@ -1,0 +1,5 @@
+from greetings import hello
+
+
+def test_hello():
+    assert hello("Ada") == "Hello, Ada!"

@@ -1,0 +1,3 @@
+def bar(x):
+    """Twice x."""
+    return 2 * x

@@ -1,0 +1,3 @@
+from util import foo
+
+print(foo(21))

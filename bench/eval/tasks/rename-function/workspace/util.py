@@ -1,0 +1,3 @@
+def foo(x):
+    """Twice x."""
+    return 2 * x
