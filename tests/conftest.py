@@ -16,6 +16,8 @@ CORPUS = REPO.parent / "shared" / "corpus"
 def bosun_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path_factory.mktemp("bosun-home")
     monkeypatch.setenv("BOSUN_HOME", str(home))
+    # One model cache for the whole run (a joined model is 250 MB), still not the user's.
+    monkeypatch.setenv("BOSUN_CACHE", str(tmp_path_factory.getbasetemp() / "bosun-cache"))
     return home
 
 
