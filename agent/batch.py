@@ -28,13 +28,8 @@ from typing import Any, TextIO
 
 from agent import events as ev
 from agent.capabilities import Capabilities
-from agent.headless import (
-    build_agent,
-    capabilities_for,
-    constraint_for,
-    system_message,
-    trace_writer,
-)
+from agent.constraint import constraint_for
+from agent.headless import build_agent, capabilities_for, system_message, trace_writer
 from agent.output import JsonlPrinter
 from agent.runtime import Agent, Budget
 from agent.session import SessionLog, new_session_id

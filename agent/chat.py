@@ -17,8 +17,9 @@ from typing import Any
 from agent import events as ev
 from agent.capabilities import Capabilities, model_info
 from agent.config import Config
+from agent.constraint import constraint_for
 from agent.gguf import GGUFError
-from agent.headless import constraint_for, model_settings, system_message
+from agent.headless import model_settings, system_message
 from agent.history import Assistant, Message, ToolCall, ToolResult
 from agent.markup import TOOL_CALL_OPEN, TOOL_RESULT_OPEN, WIRE_CALL_OPEN
 from agent.prompt import canonical_to_wire, render

@@ -30,6 +30,8 @@ _PRIMITIVES = {
     "array": '"[" ws ( value ("," ws value)* )? ws "]"',
 }
 
+_ANSWER = "[^<\\x00] [^\\x00]*"  # prose: anything that does not open a tag
+
 
 def _literal(text: str) -> str:
     """A GBNF string literal for `text`."""
@@ -127,5 +129,10 @@ def tool_call_grammar(tools: Sequence[dict[str, Any]], require_call: bool = Fals
     )
     if require_call:
         return b.render("call")
-    b.add("answer", "[^<\\x00] [^\\x00]*")
+    b.add("answer", _ANSWER)
     return b.render('"\\n"? ( call | answer )')
+
+
+def answer_grammar() -> str:
+    """A plain answer, no tool call: for a turn where another call cannot help."""
+    return f'root ::= "\\n"? answer\nanswer ::= {_ANSWER}\n'

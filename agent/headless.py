@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,9 +12,9 @@ from typing import Any
 
 from agent import events as ev
 from agent.capabilities import Capabilities, model_info
+from agent.constraint import constraint_for
 from agent.gguf import GGUFError
-from agent.grammar import tool_call_grammar
-from agent.history import Message, System, ToolCall, User
+from agent.history import System, ToolCall
 from agent.output import JsonlPrinter, TextPrinter
 from agent.prompt import system_prompt
 from agent.runtime import Agent, Approval, Approver, Budget
@@ -88,9 +88,6 @@ def project_instructions(workspace: Path) -> tuple[str, str]:
     return "", "AGENTS.md"
 
 
-SMALL_MODEL_PARAMS = 3_000_000_000
-
-
 def model_settings(caps: Capabilities) -> dict[str, Any]:
     """The Agent fields a model family's capabilities decide (one place for run and chat)."""
     return {
@@ -99,32 +96,6 @@ def model_settings(caps: Capabilities) -> dict[str, Any]:
         "harmony": caps.tool_format == "harmony",
         "think_open": caps.think_markers[0] if caps.think_markers else None,
     }
-
-
-def constraint_for(
-    mode: str, driver: Driver, tools: ToolRegistry
-) -> Callable[[Sequence[Message]], str | None] | None:
-    """--constrain: `always`, or `auto` for models under ~3B parameters.
-
-    Constrained runs require a tool call for a fresh user request (small models otherwise
-    answer from imagination instead of looking) and allow answer-or-call after that.
-    """
-    if mode == "never" or not tools.names:
-        return None
-    if not driver.supports_grammar:
-        if mode == "always":
-            raise UsageError(f"--constrain always: the {driver.model} backend takes no grammar")
-        return None
-    n_params = getattr(driver, "n_params", None)
-    if mode == "auto" and (n_params is None or n_params >= SMALL_MODEL_PARAMS):
-        return None
-    specs = tools.specs()
-    first, later = tool_call_grammar(specs, require_call=True), tool_call_grammar(specs)
-
-    def pick(history: Sequence[Message]) -> str | None:
-        return first if history and isinstance(history[-1], User) else later
-
-    return pick
 
 
 def build_agent(

@@ -26,6 +26,7 @@ from agent.history import (
     User,
     retain_assistant_text,
 )
+from agent.loopguard import LoopGuard
 from agent.parsing import Event, GenericStreamParser, HarmonyStreamParser
 from agent.permissions import decision
 from agent.prompt import WireDecoder, canonical_to_wire, render, wire_to_canonical
@@ -72,14 +73,17 @@ class _Turn:
     usage: Usage = field(default_factory=Usage)
     finish: str = "stop"
     stopped_by: str | None = None
+    guard: LoopGuard = field(default_factory=LoopGuard)  # prose and reasoning only
 
     def take(self, events: list[Event], closed: bool) -> None:
         for e in events:
             if e.kind == "text":
                 self.texts.append(e.text)
                 self.emit(ev.TextDelta(e.text))
+                self.guard.feed(e.text)
             elif e.kind == "reasoning":
                 self.think(e.text)
+                self.guard.feed(e.text)
             elif e.kind == "tool_call" and e.call is not None:
                 self.found.append((e.call, closed))
             elif e.kind == "diagnostic":
@@ -214,6 +218,10 @@ class Agent:
                 self.add(Assistant(prose))
                 self._final_text = prose
             raise
+        if t.guard.tripped:
+            # Not a format error to retry: the reply so far stands, as an answer.
+            self.emit(ev.Diagnostic("stopped the reply early: it kept repeating itself"))
+            t.usage = getattr(self.driver, "last_usage", None) or t.usage
         if self.harmony and t.stopped_by == HARMONY_CALL:
             t.take(t.parser.feed(t.stopped_by), closed=True)  # the end token makes a call
         t.take(t.parser.finish(), closed=False)
@@ -270,6 +278,8 @@ class Agent:
                     if text:
                         t.take(t.parser.feed(text), closed=True)
                 t.end(chunk.usage, chunk.finish_reason, chunk.stopped_by)
+                if t.guard.tripped:
+                    break
         finally:
             close = getattr(stream, "close", None)
             if close is not None:
@@ -296,6 +306,8 @@ class Agent:
             t.structured.extend(piece.calls)
             t.diagnostics.extend(piece.diagnostics)
             t.end(piece.usage, piece.finish_reason, None)
+            if t.guard.tripped:
+                break
         t.record["tool_calls"] = [{"name": c.name, "arguments": c.arguments} for c in t.structured]
 
     def _account(self, usage: Usage) -> None:

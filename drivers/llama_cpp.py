@@ -93,6 +93,7 @@ def _held_back(text: str, stops: Sequence[str]) -> int:
 
 class LlamaDriver:
     supports_grammar = True
+    last_usage: Usage | None = None  # of the latest stream, however it ended
 
     def __init__(
         self,
@@ -222,14 +223,16 @@ class LlamaDriver:
                     break
         finally:
             gen.close()
+            # Also when the consumer stopped the stream early (a loop, Ctrl-C): the last
+            # chunk, which carries the usage, is then never yielded.
+            self.last_usage = Usage(
+                prompt_tokens=len(tokens),
+                cached_tokens=cached,
+                completion_tokens=produced,
+                ms=(time.perf_counter() - start) * 1000,
+            )
         tail = pending + decoder.decode(b"", final=True)
-        usage = Usage(
-            prompt_tokens=len(tokens),
-            cached_tokens=cached,
-            completion_tokens=produced,
-            ms=(time.perf_counter() - start) * 1000,
-        )
-        yield Chunk(tail, usage=usage, finish_reason=finish, stopped_by=stopped_by)
+        yield Chunk(tail, usage=self.last_usage, finish_reason=finish, stopped_by=stopped_by)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

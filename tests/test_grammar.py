@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.grammar import tool_call_grammar
-from agent.history import System, User
+from agent.constraint import constraint_for
+from agent.grammar import answer_grammar, tool_call_grammar
+from agent.history import AssistantToolUse, System, ToolCall, ToolResult, User
 from agent.parsing import parse_tool_calls
 from agent.prompt import render, system_prompt
 from agent.tools import default_registry
@@ -85,3 +86,32 @@ def test_every_constrained_reply_is_a_valid_call_or_an_answer(
             assert not parsed.calls[0].salvaged
         else:
             assert parsed.calls == []
+
+
+def test_llama_cpp_accepts_the_answer_grammar(driver) -> None:
+    driver.check_grammar(answer_grammar())
+
+
+def test_a_repeated_read_is_followed_by_an_answer(driver, tmp_path: Path) -> None:
+    """After the model repeats a read whose result it already has, the next call may
+    only answer: on the real model, with the grammar the constraint picks."""
+    registry = default_registry()
+    pick = constraint_for("always", driver, registry)
+    assert pick is not None
+    read = ToolCall("call_1", "read_file", {"path": "notes.txt"})
+    history = [
+        System(system_prompt(str(tmp_path))),
+        User("Read notes.txt and tell me what it says."),
+        AssistantToolUse(read),
+        ToolResult("call_1", "1\tBuy milk."),
+    ]
+    assert pick(history) == tool_call_grammar(registry.specs())
+    history += [
+        AssistantToolUse(ToolCall("call_2", "read_file", {"path": "notes.txt"})),
+        ToolResult("call_2", "1\tBuy milk."),
+    ]
+    grammar = pick(history)
+    assert grammar == answer_grammar()
+    done = collect(driver.stream(render(history, registry.specs()), max_tokens=24, grammar=grammar))
+    assert done.text.strip() and not done.text.lstrip().startswith("<")
+    assert parse_tool_calls(done.text, registry.names).calls == []
