@@ -47,6 +47,12 @@ def by_task(events: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     return tasks
 
 
+def piece_text(i: int) -> str:
+    """A long chunk (so torn writes would show) that does not repeat itself, which the
+    runtime's loop guard would cut short."""
+    return "".join(f"word{i}.{j} " for j in range(40))
+
+
 class FakeDriver:
     """A thread-safe stand-in for a server: streams `pieces` chunks per call, fails on
     prompts that ask it to, and records how many streams ran at once."""
@@ -81,7 +87,7 @@ class FakeDriver:
                 raise RuntimeError("harness bug")
             for i in range(self.pieces):
                 time.sleep(self.delay)
-                yield Chunk(f"word{i} " * 40)
+                yield Chunk(piece_text(i))
             yield Chunk("", usage=Usage(100, 60, self.pieces, 1.0), finish_reason="stop")
         finally:
             with self._lock:
@@ -178,7 +184,7 @@ def test_concurrent_tasks_never_interleave_mid_line(tmp_path: Path) -> None:
     events = [json.loads(line) for line in lines]  # every line whole
     assert driver.peak > 1  # the tasks really did overlap
     assert len(by_task(events)) == 8
-    expected = "".join(f"word{i} " * 40 for i in range(30))
+    expected = "".join(piece_text(i) for i in range(30))
     for task_events in by_task(events).values():
         text = "".join(e["text"] for e in task_events if e["type"] == "text")
         assert text.strip() == expected.strip()

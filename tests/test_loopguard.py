@@ -44,7 +44,7 @@ def test_it_trips_soon_after_the_loop_starts() -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        (REPO / "README.md").read_text(encoding="utf-8"),
+        (REPO / "contracts" / "README.md").read_text(encoding="utf-8"),
         (REPO / "agent" / "runtime.py").read_text(encoding="utf-8"),
         "ha ha ha ha ha ha, that was funny. " * 2,  # short repeats are not a loop
         "-" * 150,  # a rule under a heading is shorter than the minimum span
