@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -25,7 +26,17 @@ from jinja2 import Template, TemplateError
 
 from agent.capabilities import DEFAULT_TEMPLATE, GGUF_TEMPLATE, Capabilities, model_info
 from agent.dialect import Dialect, probe, to_template_messages
-from agent.history import HistoryFormatError, Message, message_from_dict
+from agent.history import (
+    Assistant,
+    AssistantToolUse,
+    HistoryFormatError,
+    Message,
+    Reasoning,
+    System,
+    ToolResult,
+    User,
+    message_from_dict,
+)
 from agent.jinja_env import compile_template
 from agent.markup import TOOL_CALL_CLOSE, TOOL_CALL_OPEN, WIRE_CALL_CLOSE, WIRE_CALL_OPEN
 from agent.resources import template_path
@@ -34,6 +45,7 @@ __all__ = [
     "TemplateRenderError",
     "WireDecoder",
     "canonical_to_wire",
+    "data_spans",
     "load_messages",
     "load_template",
     "render",
@@ -168,6 +180,76 @@ def render(
         raise TemplateRenderError(
             f"chat template {label} failed to render: {_one_line(exc)}"
         ) from exc
+
+
+# --- data spans ---------------------------------------------------------------------
+# A tokenizer told to parse special tokens turns "<|im_end|>" into the control token
+# wherever it appears, also inside a file the model read, so a tool result could end
+# its own turn and open a new one. The driver needs to know which parts of the prompt
+# are data (message text) and which are the template's markup: a second render with
+# every message's text between two private-use code points shows exactly where each
+# landed. Only text that could hold a special token ("<…>", "[…]") is marked, and when
+# the marks change what the template prints (it inspected the text), no spans are given.
+
+_DATA_OPEN, _DATA_CLOSE = "\U000f0000", "\U000f0001"
+_MARKS = re.compile(f"[{_DATA_OPEN}{_DATA_CLOSE}]")
+
+
+def _mark(text: str) -> str:
+    if ("<" not in text and "[" not in text) or _DATA_OPEN in text or _DATA_CLOSE in text:
+        return text
+    return _DATA_OPEN + text + _DATA_CLOSE
+
+
+def _marked(messages: Sequence[Message]) -> list[Message] | None:
+    out: list[Message] = []
+    changed = False
+    for m in messages:
+        if isinstance(m, System | User | Assistant | Reasoning):
+            marked: Message = replace(m, content=_mark(m.content))
+        elif isinstance(m, ToolResult):
+            marked = replace(m, content=_mark(m.content))
+        elif isinstance(m, AssistantToolUse):
+            args = {k: _mark(v) if isinstance(v, str) else v for k, v in m.call.arguments.items()}
+            marked = AssistantToolUse(replace(m.call, arguments=args))
+        else:
+            marked = m
+        changed = changed or marked != m
+        out.append(marked)
+    return out if changed else None
+
+
+def data_spans(
+    messages: Sequence[Message],
+    tools: Sequence[dict[str, Any]],
+    prompt: str,
+    model: str = "",
+    template: str | Path | None = None,
+    wire: bool = False,
+) -> list[tuple[int, int]]:
+    """[start, end) ranges of `prompt` (render(...), wire-remapped when `wire`) that hold
+    message text rather than template markup; [] when there is nothing to protect or the
+    template's output depends on the text in a way the marks would disturb."""
+    marked = _marked(messages)
+    if marked is None:
+        return []
+    text = render(marked, tools, model=model, template=template)
+    if wire:
+        text = canonical_to_wire(text)
+    spans: list[tuple[int, int]] = []
+    plain: list[str] = []
+    size = start = pos = 0
+    for mark in _MARKS.finditer(text):
+        at = mark.start()
+        plain.append(text[pos:at])
+        size += at - pos
+        if mark.group() == _DATA_OPEN:
+            start = size
+        else:
+            spans.append((start, size))
+        pos = at + 1
+    plain.append(text[pos:])
+    return spans if "".join(plain) == prompt else []
 
 
 def render_for_model(

@@ -29,7 +29,7 @@ from agent.history import (
 from agent.loopguard import LoopGuard
 from agent.parsing import Event, GenericStreamParser, HarmonyStreamParser
 from agent.permissions import decision
-from agent.prompt import WireDecoder, canonical_to_wire, render, wire_to_canonical
+from agent.prompt import WireDecoder, canonical_to_wire, data_spans, render, wire_to_canonical
 from agent.tools.registry import Tool, ToolContext, ToolRegistry
 from drivers.base import Driver, DriverError, Usage
 
@@ -267,8 +267,14 @@ class Agent:
         grammar = self.constraint(self.history) if self.constraint is not None else None
         sent = canonical_to_wire(prompt) if self.wire else prompt
         decoder = WireDecoder() if self.wire else None
+        extra = {}
+        if getattr(self.driver, "takes_data_spans", False):
+            specs, model = self.tools.specs(), self.driver.model
+            spans = data_spans(self.history, specs, sent, model, self.template, self.wire)
+            if spans:
+                extra["data"] = spans
         stream = self.driver.stream(
-            sent, stop=self.stop, max_tokens=self.budget.max_tokens, grammar=grammar
+            sent, stop=self.stop, max_tokens=self.budget.max_tokens, grammar=grammar, **extra
         )
         try:
             for chunk in stream:

@@ -56,7 +56,9 @@ class Driver(Protocol):
     """What the runtime needs from a backend.
 
     `model` names what is loaded, for events and traces. `supports_grammar` tells the
-    runtime whether passing a GBNF grammar has any effect.
+    runtime whether passing a GBNF grammar has any effect. A driver that tokenizes the
+    prompt itself sets `takes_data_spans` and accepts `data=[(start, end), …]`: ranges
+    of the prompt that are message text, where special-token look-alikes are plain text.
     """
 
     model: str

@@ -8,6 +8,7 @@ KV cache already held, and stop strings matched without losing a token.
 
 from __future__ import annotations
 
+import bisect
 import codecs
 import contextlib
 import ctypes
@@ -93,6 +94,7 @@ def _held_back(text: str, stops: Sequence[str]) -> int:
 
 class LlamaDriver:
     supports_grammar = True
+    takes_data_spans = True  # stream(..., data=spans): see tokenize
     last_usage: Usage | None = None  # of the latest stream, however it ended
 
     def __init__(
@@ -123,11 +125,51 @@ class LlamaDriver:
             raise UsageError(f"cannot load model {path}: not a usable GGUF file ({exc})") from None
         self.n_ctx = int(self.llm.n_ctx())
         self.n_params = int(self.llm._model.n_params())
+        self._control: dict[int, bool] = {}
 
-    def tokenize(self, text: str) -> list[int]:
+    def tokenize(self, text: str, data: Sequence[tuple[int, int]] = ()) -> list[int]:
+        """Prompt text -> tokens, the template's special tokens parsed as such.
+
+        `data`: [start, end) ranges of `text` that hold message text (agent.prompt's
+        data_spans): a control token's text inside one ("<|im_end|>" in a file the model
+        read) is tokenized as the plain characters it is, so data cannot end a turn.
+        """
         # The chat template decides about BOS (Llama 3 and Gemma print it themselves);
         # adding one here as well would give the model two.
-        return list(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+        tokens = list(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+        return self._as_data(text, tokens, data) if data else tokens
+
+    def _is_control(self, token: int) -> bool:
+        """Does the tokenizer produce `token` only when told to parse special tokens?"""
+        known = self._control.get(token)
+        if known is None:
+            import llama_cpp
+
+            attr = llama_cpp.llama_vocab_get_attr(self.llm._model.vocab, token)
+            known = bool(
+                attr & (llama_cpp.LLAMA_TOKEN_ATTR_CONTROL | llama_cpp.LLAMA_TOKEN_ATTR_UNKNOWN)
+            )
+            self._control[token] = known
+        return known
+
+    def _as_data(self, text: str, tokens: list[int], spans: Sequence[tuple[int, int]]) -> list[int]:
+        starts = [a for a, _ in spans]
+        out: list[int] = []
+        cursor = last = 0
+        for i, token in enumerate(tokens):
+            if not self._is_control(token):
+                continue
+            piece = self._piece(token).decode("utf-8", errors="replace")
+            at = text.find(piece, cursor) if piece else -1
+            if at < 0:
+                continue
+            cursor = at + len(piece)
+            k = bisect.bisect_right(starts, at) - 1
+            if k >= 0 and cursor <= spans[k][1]:
+                out += tokens[last:i]
+                out += self.llm.tokenize(piece.encode("utf-8"), add_bos=False, special=False)
+                last = i + 1
+        return out + tokens[last:] if last else tokens
 
     def _piece(self, token: int) -> bytes:
         import llama_cpp
@@ -168,8 +210,9 @@ class LlamaDriver:
         stop: Sequence[str] = (),
         max_tokens: int = 1024,
         grammar: str | None = None,
+        data: Sequence[tuple[int, int]] = (),
     ) -> Iterator[Chunk]:
-        tokens = self.tokenize(prompt)
+        tokens = self.tokenize(prompt, data)
         if len(tokens) >= self.n_ctx:
             raise DriverError(
                 f"the prompt is {len(tokens)} tokens but the context holds {self.n_ctx};"

@@ -55,6 +55,7 @@ class RecordedCall:
     stop: tuple[str, ...]
     max_tokens: int
     grammar: str | None
+    data: tuple[tuple[int, int], ...] = ()  # the prompt's data spans, as the runtime sent them
 
 
 def _step_from(data: Any, where: str) -> ScriptStep:
@@ -111,6 +112,7 @@ class ScriptedDriver:
     source: str | os.PathLike[str] | Sequence[dict[str, Any]]
     model: str = "scripted"
     supports_grammar: bool = False
+    takes_data_spans: bool = True  # recorded, so tests see what a real tokenizer would get
     steps: list[ScriptStep] = field(init=False)
     calls: list[RecordedCall] = field(init=False, default_factory=list)
 
@@ -135,6 +137,7 @@ class ScriptedDriver:
         stop: Sequence[str] = (),
         max_tokens: int = 1024,
         grammar: str | None = None,
+        data: Sequence[tuple[int, int]] = (),
     ) -> Iterator[Chunk]:
         n = len(self.calls)
         if n >= len(self.steps):
@@ -142,7 +145,7 @@ class ScriptedDriver:
                 f"scripted driver: unexpected call {n + 1}; the script has {len(self.steps)}"
             )
         previous = self.calls[-1].prompt if self.calls else ""
-        self.calls.append(RecordedCall(prompt, tuple(stop), max_tokens, grammar))
+        self.calls.append(RecordedCall(prompt, tuple(stop), max_tokens, grammar, tuple(data)))
         return self._replay(self.steps[n], prompt, previous)
 
     def _replay(self, step: ScriptStep, prompt: str, previous: str) -> Iterator[Chunk]:
