@@ -98,3 +98,22 @@ def test_runner_grades_a_scripted_run_by_the_check(tmp_path: Path) -> None:
     attempt = json.loads(out.read_text())["configs"][0]["attempts"][0]
     assert attempt["status"] == "done" and not attempt["success"]
     assert attempt["malformed"] >= 1 and attempt["verdict"].startswith("FAIL")
+
+
+def test_a_loop_cut_short_is_not_counted_as_a_malformed_call() -> None:
+    sys.path.insert(0, str(EVAL))
+    try:
+        from run import tally
+        from suite import Attempt
+    finally:
+        sys.path.remove(str(EVAL))
+    attempt = Attempt("t", "easy")
+    tally(
+        [
+            {"type": "diagnostic", "message": "your tool call was not valid JSON: …"},
+            {"type": "diagnostic", "message": "stopped the reply early: it kept repeating itself"},
+            {"type": "result", "status": "done", "turns": 2, "tool_calls": 0},
+        ],
+        attempt,
+    )
+    assert (attempt.malformed, attempt.extra) == (1, {"loops_stopped": 1})

@@ -41,6 +41,7 @@ from suite import (
 )
 
 MAX_TOKENS = 512  # per model call: room for a whole small file in one write_file
+LOOP_STOPPED = "kept repeating itself"  # the runtime's diagnostic for a cut-short loop
 
 # name -> (bosun run flags, what the configuration tests)
 BOSUN_CONFIGS: dict[str, tuple[list[str], str]] = {
@@ -81,7 +82,10 @@ def tally(events: list[dict[str, Any]], attempt: Attempt) -> None:
     """Fold one task's JSONL events into its table row."""
     for e in events:
         kind = e.get("type")
-        if kind == "diagnostic":
+        if kind == "diagnostic" and LOOP_STOPPED in e.get("message", ""):
+            # Not a format error: a looping answer cut short (agent/loopguard.py).
+            attempt.extra["loops_stopped"] = attempt.extra.get("loops_stopped", 0) + 1
+        elif kind == "diagnostic":
             attempt.malformed += 1
         elif kind == "tool_call" and e.get("salvaged"):
             attempt.salvaged += 1
