@@ -125,6 +125,8 @@ class ConfigRun:
             # A run that never calls a tool has no malformed calls either: without this
             # column, answering in prose would look like perfect tool-call formatting.
             "no_call_tasks": sum(1 for x in a if x.tool_calls == 0),
+            "loops_stopped": sum(x.extra.get("loops_stopped", 0) for x in a),
+            "stuck": sum(1 for x in a if x.status == "stuck"),
             "mean_turns": turns / n,
             "mean_tool_calls": calls / n,
             "completion_tokens": sum(x.completion_tokens for x in a),
@@ -178,7 +180,8 @@ def task_table(run: ConfigRun) -> str:
 
 def summary_table(runs: list[ConfigRun], multi_turn: set[str]) -> str:
     header = ["config", "solved", "success", "multi-turn success", "well-formed", "malformed"]
-    header += ["salvage", "no-call tasks", "mean turns", "mean calls", "wall s"]
+    header += ["salvage", "no-call tasks", "stuck", "loops cut", "mean turns", "mean calls"]
+    header += ["wall s"]
     rows = []
     for run in runs:
         s = run.summary(multi_turn)
@@ -192,6 +195,8 @@ def summary_table(runs: list[ConfigRun], multi_turn: set[str]) -> str:
                 str(s["malformed"]),
                 f"{s['salvage_rate']:.0%}",
                 str(s["no_call_tasks"]),
+                str(s["stuck"]),
+                str(s["loops_stopped"]),
                 f"{s['mean_turns']:.1f}",
                 f"{s['mean_tool_calls']:.1f}",
                 f"{s['wall_s']:.0f}",
