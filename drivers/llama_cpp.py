@@ -64,6 +64,11 @@ def load_llama(path: Path, *, n_ctx: int, n_gpu_layers: int, n_threads: int) -> 
             n_gpu_layers=n_gpu_layers,
             n_threads=n_threads,
             n_threads_batch=n_threads,
+            # Attention over a long context is what a turn's prompt costs beyond its new
+            # tokens; flash attention cuts it by a fifth to a quarter on a 2-core CPU
+            # (bench/driver_bench.py) and saves memory on a GPU. llama.cpp's own tools
+            # turn it on wherever the backend supports it.
+            flash_attn=True,
             verbose=False,
         )
 

@@ -43,6 +43,12 @@ def test_models_load_without_extra_buffer_types(driver) -> None:
     assert low.llama_model_default_params().use_extra_bufts is True  # guard was undone
 
 
+def test_models_load_with_flash_attention(driver) -> None:
+    import llama_cpp
+
+    assert driver.llm.context_params.flash_attn_type == llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED
+
+
 def test_stream_and_usage(driver) -> None:
     prompt = render([System("You are helpful."), User("Say hello.")])
     chunks = list(driver.stream(prompt, max_tokens=8))
