@@ -18,6 +18,7 @@ from typing import Any
 from jinja2 import FileSystemLoader, Template, TemplateError, nodes
 from jinja2.ext import Extension
 from jinja2.parser import Parser
+from jinja2.runtime import LoopContext
 from jinja2.sandbox import SandboxedEnvironment
 
 from agent.resources import data_dir
@@ -79,6 +80,37 @@ class GenerationTag(Extension):
         return parser.parse_statements(("name:endgeneration",), drop_needle=True)
 
 
+# Every attribute a plain dict has; `message.role` on a dict looks up anything else as a key.
+_DICT_ATTRIBUTES = frozenset(dir(dict))
+# `loop.first`, `loop.index0`, …: the loop object's public surface, all of it harmless.
+_LOOP_ATTRIBUTES = frozenset(a for a in dir(LoopContext) if not a.startswith("_"))
+
+
+class ChatTemplateEnvironment(SandboxedEnvironment):
+    """The sandbox, with `message.role` on a plain dict answered without an exception.
+
+    Jinja resolves `obj.name` by trying `getattr(obj, "name")` first and falling back to
+    `obj["name"]`. Templates read message dicts this way thousands of times per render,
+    and each miss raises and catches an AttributeError: that was half of a 50-turn
+    render. For a plain dict the outcome is known in advance: a name that is not one of
+    dict's own attributes can only be a key. Same result, same sandbox rules (item
+    access on a dict is not checked by the sandbox either). The loop variable's public
+    attributes, which templates read as often, skip the sandbox's safety check for the
+    same reason: the answer for them is fixed.
+    """
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        kind = type(obj)
+        if kind is dict and attribute not in _DICT_ATTRIBUTES:
+            try:
+                return obj[attribute]
+            except KeyError:
+                return self.undefined(obj=obj, name=attribute)
+        if kind is LoopContext and attribute in _LOOP_ATTRIBUTES:
+            return getattr(obj, attribute)
+        return super().getattr(obj, attribute)
+
+
 @lru_cache(maxsize=1)
 def environment() -> SandboxedEnvironment:
     """The shared environment.
@@ -89,7 +121,7 @@ def environment() -> SandboxedEnvironment:
     The loader serves bosun's own templates/ only, so shipped templates can share
     `tools.jinja`; corpus and GGUF templates never include anything.
     """
-    env = SandboxedEnvironment(
+    env = ChatTemplateEnvironment(
         trim_blocks=True,
         lstrip_blocks=True,
         extensions=["jinja2.ext.loopcontrols", GenerationTag],

@@ -116,4 +116,7 @@ def test_a_loop_cut_short_is_not_counted_as_a_malformed_call() -> None:
         ],
         attempt,
     )
-    assert (attempt.malformed, attempt.extra) == (1, {"loops_stopped": 1})
+    assert (attempt.malformed, attempt.extra) == (
+        1,
+        {"loops_stopped": 1, "diagnostics": ["your tool call was not valid JSON: …"]},
+    )

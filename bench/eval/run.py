@@ -87,6 +87,8 @@ def tally(events: list[dict[str, Any]], attempt: Attempt) -> None:
             attempt.extra["loops_stopped"] = attempt.extra.get("loops_stopped", 0) + 1
         elif kind == "diagnostic":
             attempt.malformed += 1
+            # Kept so a malformed count can be explained after the workspaces are gone.
+            attempt.extra.setdefault("diagnostics", []).append(e.get("message", "")[:300])
         elif kind == "tool_call" and e.get("salvaged"):
             attempt.salvaged += 1
         elif kind == "result":

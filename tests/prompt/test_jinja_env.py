@@ -86,3 +86,49 @@ def test_templates_are_compiled_once() -> None:
 def test_syntax_errors_are_render_errors() -> None:
     with pytest.raises(TemplateRenderError, match="does not compile"):
         _run("{% for %}")
+
+
+# Attribute look-ups that chat templates make, on the values they get. The fast path in
+# ChatTemplateEnvironment.getattr must answer each exactly as Jinja's sandbox does.
+_LOOKUPS = [
+    "{{ m.role }}|{{ m.content }}",
+    "{{ m.missing is defined }}|{{ m.missing | default('none') }}",
+    "{{ m['role'] }}|{{ m.get('role') }}",
+    "{% for k, v in m.items() %}{{ k }}={{ v }};{% endfor %}",
+    "{{ m.items is defined }}|{{ m.keys is defined }}",  # dict methods win over keys
+    "{{ m.tool_calls[0].function.arguments.path }}",
+    "{% for x in m.tool_calls %}{{ loop.index0 }}{{ loop.first }}{{ loop.last }}"
+    "{{ loop.length }}{{ loop.revindex }}{{ loop.nextitem is none }}{% endfor %}",
+    "{% for x in [1, 2, 3] %}{{ loop.cycle('a', 'b') }}{{ loop.changed(x) }}{% endfor %}",
+    "{% set ns = namespace(seen=false) %}{% set ns.seen = true %}{{ ns.seen }}",
+    "{{ s.upper() }}|{{ s.missing is defined }}",
+]
+
+
+@pytest.mark.parametrize("source", _LOOKUPS)
+def test_attribute_lookups_match_jinjas_sandbox(source: str) -> None:
+    from jinja2.sandbox import SandboxedEnvironment
+
+    message = {
+        "role": "assistant",
+        "content": "x",
+        "items": "a key that dict's own method shadows",
+        "tool_calls": [{"function": {"name": "read", "arguments": {"path": "a.py"}}}],
+    }
+    ours = jinja_env.environment().from_string(source).render(m=message, s="abc")
+    theirs = SandboxedEnvironment().from_string(source).render(m=message, s="abc")
+    assert ours == theirs
+
+
+@pytest.mark.parametrize(
+    "source", ["{{ m.__class__.__mro__ }}", "{% for x in [1] %}{{ loop.__class__ }}{% endfor %}"]
+)
+def test_fast_lookups_keep_the_sandbox_closed(source: str) -> None:
+    from jinja2.exceptions import SecurityError
+
+    rendered = jinja_env.environment().from_string(source)
+    try:
+        out = rendered.render(m={"role": "user"})
+    except SecurityError:
+        return
+    assert "class" not in out  # the sandbox answers with an empty undefined
