@@ -226,6 +226,19 @@ def test_jobs_are_capped_by_what_the_driver_can_serve() -> None:
     assert pool.jobs == 4 and pool.acquire() is not scripted
 
 
+@pytest.fixture
+def foreground_sigint() -> Iterator[None]:
+    """Python's own ^C handler, as in a process started from a terminal. A process
+    started in the background by a non-interactive shell (`cmd &`) inherits SIGINT as
+    ignored, and Python then leaves it ignored."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.usefixtures("foreground_sigint")
 def test_interrupt_stops_running_tasks_and_skips_the_rest(tmp_path: Path) -> None:
     """^C reaches only the main thread; running tasks end as "interrupted" at their next
     event, queued ones never start, and the summary is still written."""
