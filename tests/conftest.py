@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from tests.openai_servers import Stub
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO.parent / "shared" / "corpus"
@@ -40,3 +44,12 @@ def script_file(tmp_path: Path) -> Callable[..., Path]:
         return path
 
     return make
+
+
+@pytest.fixture
+def stub() -> Iterator[Stub]:
+    """A stub OpenAI-compatible server on loopback (tests/openai_servers.py)."""
+    from tests.openai_servers import model_stub
+
+    with model_stub() as state:
+        yield state

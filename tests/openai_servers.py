@@ -294,3 +294,23 @@ def serve_stub(state: Stub) -> Iterator[Stub]:
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+@contextlib.contextmanager
+def model_stub() -> Iterator[Stub]:
+    """A stub that lists one model, `stub-model`; each test adds the replies it needs."""
+    state = Stub()
+    state.on("GET /v1/models", Reply(body=models_body("stub-model")))
+    with serve_stub(state):
+        yield state
+
+
+def stub_driver(stub: Stub, **options: Any) -> Any:
+    """The OpenAI driver on `stub`'s model; its backoff sleeps are recorded, not slept."""
+    from drivers.openai_http import open_openai
+
+    sleeps: list[float] = []
+    options.setdefault("sleep", sleeps.append)
+    driver = open_openai(f"openai:{stub.url}#stub-model", **options)
+    driver.sleeps = sleeps
+    return driver
