@@ -205,10 +205,8 @@ def _marked(messages: Sequence[Message]) -> list[Message] | None:
     out: list[Message] = []
     changed = False
     for m in messages:
-        if isinstance(m, System | User | Assistant | Reasoning):
+        if isinstance(m, System | User | Assistant | Reasoning | ToolResult):
             marked: Message = replace(m, content=_mark(m.content))
-        elif isinstance(m, ToolResult):
-            marked = replace(m, content=_mark(m.content))
         elif isinstance(m, AssistantToolUse):
             args = {k: _mark(v) if isinstance(v, str) else v for k, v in m.call.arguments.items()}
             marked = AssistantToolUse(replace(m.call, arguments=args))

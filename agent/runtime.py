@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from agent import events as ev
 from agent.history import (
@@ -197,11 +197,8 @@ class Agent:
     def query(self) -> Reply:
         """One model call, streamed through the parser; events go out as they arrive."""
         chat_mode = bool(getattr(self.driver, "chat_mode", False))
-        prompt = (
-            ""
-            if chat_mode
-            else render(self.history, self.tools.specs(), self.driver.model, self.template)
-        )
+        specs = self.tools.specs()
+        prompt = "" if chat_mode else render(self.history, specs, self.driver.model, self.template)
         t = _Turn(self.emit, self._parser(prompt), {"model": self.driver.model})
         texts, raw = t.texts, t.raw
         self.turns += 1
@@ -210,7 +207,7 @@ class Agent:
             if chat_mode:
                 self._stream_chat(t)
             else:
-                self._stream_text(t, prompt)
+                self._stream_text(t, prompt, specs)
         except KeyboardInterrupt:
             # Keep what the user already read; a call still being written is dropped.
             prose = retain_assistant_text(t.prose())
@@ -261,7 +258,7 @@ class Agent:
             self.tools.names, think_open=opened, salvage_bare_json=self.salvage
         )
 
-    def _stream_text(self, t: _Turn, prompt: str) -> None:
+    def _stream_text(self, t: _Turn, prompt: str, specs: list[dict[str, Any]]) -> None:
         """Completion wire: bosun's prompt in, text out (remapped where the model needs)."""
         t.record["prompt"] = prompt
         grammar = self.constraint(self.history) if self.constraint is not None else None
@@ -269,7 +266,7 @@ class Agent:
         decoder = WireDecoder() if self.wire else None
         extra = {}
         if getattr(self.driver, "takes_data_spans", False):
-            specs, model = self.tools.specs(), self.driver.model
+            model = self.driver.model
             spans = data_spans(self.history, specs, sent, model, self.template, self.wire)
             if spans:
                 extra["data"] = spans
