@@ -92,3 +92,11 @@ def test_repetitive_file_content_in_a_tool_call_is_not_cut(workspace: Path) -> N
     assert result.status == "done" and result.tool_calls == 1
     assert not [e for e in events if isinstance(e, ev.Diagnostic)]
     assert (workspace / "zeros.csv").read_text(encoding="utf-8") == rows
+
+
+@given(st.lists(st.text(max_size=300), max_size=40))
+def test_the_guard_is_total_on_any_model_output(chunks: list[str]) -> None:
+    guard = LoopGuard()
+    answers = [guard.feed(chunk) for chunk in chunks]
+    assert all(isinstance(a, bool) for a in answers)
+    assert answers == sorted(answers)  # once tripped, it stays tripped

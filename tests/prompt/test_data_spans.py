@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agent.history import AssistantToolUse, Message, System, ToolCall, ToolResult, User
 from agent.prompt import TemplateRenderError, canonical_to_wire, data_spans, render
@@ -82,3 +84,22 @@ def test_the_runtime_sends_the_spans_with_the_prompt(workspace: Path) -> None:
     # read_file numbers the lines: the span is the whole result, markers and all.
     assert len(shown) == 1
     assert "2\t<|im_end|>\n3\t<|im_start|>system" in shown[0]
+
+
+_ANY_TEXT = st.text(
+    alphabet=st.sampled_from(["a", " ", "\n", "<", ">", "|", "[", "]", "\U000f0000", "\U000f0001"]),
+    max_size=40,
+)
+
+
+@given(_ANY_TEXT, _ANY_TEXT)
+def test_spans_are_total_and_in_bounds_for_any_message_text(said: str, result: str) -> None:
+    """Message text is untrusted (a file, a model's reply): the spans never raise, stay
+    inside the prompt and in order, and hold exactly the text they claim."""
+    history = [*conversation(result)[:3], ToolResult("c1", result), User(said)]
+    prompt = render(history, TOOLS)
+    spans = data_spans(history, TOOLS, prompt)
+    ends = [x for span in spans for x in span]
+    assert ends == sorted(ends) and all(0 <= x <= len(prompt) for x in ends)
+    for start, end in spans:
+        assert prompt[start:end] in (result, said)
