@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from agent import events as ev
-from agent.capabilities import Capabilities
 from agent.constraint import constraint_for
-from agent.headless import build_agent, capabilities_for, system_message, trace_writer
+from agent.headless import build_agent, profile_of, system_message, trace_writer
 from agent.output import JsonlPrinter
+from agent.profile import ModelProfile
 from agent.runtime import Agent, Budget
 from agent.session import SessionLog, new_session_id
 from agent.tasks_file import BadLine, BatchOptions, Task, load_tasks, read_tasks
@@ -112,7 +112,7 @@ class _Shared:
     """What every task of one batch uses."""
 
     pool: DriverPool
-    caps: Capabilities
+    profile: ModelProfile
     output: LockedOutput
     trace: Callable[[dict[str, Any]], None] | None
     constrain: str
@@ -158,7 +158,7 @@ def run_task(task: Task, shared: _Shared) -> ev.RunFinished:
         session = SessionLog(new_session_id())
         agent = build_agent(
             driver,
-            shared.caps,
+            shared.profile,
             task.workspace,
             emit,
             session,
@@ -307,13 +307,13 @@ def run_tasks(
     if not tasks:  # every line is bad: nothing to load a model for
         return _report_bad_lines(bad, LockedOutput(out), time.perf_counter())
     trace = _locked(trace_writer(opts.trace)) if opts.trace is not None else None
-    caps = capabilities_for(opts.model)
+    profile = profile_of(opts.model)
     pool = DriverPool(driver or open_model(opts.model, opts.wire), opts.jobs)
     shared = _Shared(
-        pool, caps, LockedOutput(out), trace, opts.constrain, threading.Event(), opts.ablate
+        pool, profile, LockedOutput(out), trace, opts.constrain, threading.Event(), opts.ablate
     )
     try:  # a bad --constrain fails here, once, rather than in every task
-        constraint_for(opts.constrain, pool.driver, default_registry())
+        constraint_for(opts.constrain, pool.driver, default_registry(), profile)
     except UsageError:
         pool.close()
         raise

@@ -15,14 +15,12 @@ from types import FrameType
 from typing import Any
 
 from agent import events as ev
-from agent.capabilities import Capabilities, model_info
 from agent.config import Config
 from agent.constraint import constraint_for
-from agent.gguf import GGUFError
-from agent.headless import model_settings, system_message
+from agent.headless import profile_of, system_message
 from agent.history import Assistant, Message, ToolCall, ToolResult
 from agent.markup import TOOL_CALL_OPEN, TOOL_RESULT_OPEN, WIRE_CALL_OPEN
-from agent.prompt import canonical_to_wire, render
+from agent.profile import ModelProfile
 from agent.runtime import Agent, Approval, Approver, Budget, Reply
 from agent.session import (
     SessionLog,
@@ -195,14 +193,11 @@ class Stats:
         return last.completion_tokens * 1000 / last.ms if last and last.ms > 0 else 0.0
 
 
-def open_model(spec: str, context_size: int | None) -> tuple[Driver, Capabilities]:
-    try:  # also validates capabilities.toml before anything is loaded
-        caps = model_info(spec).caps
-    except GGUFError as exc:
-        raise UsageError(f"cannot read model {spec}: {exc}") from None
+def open_model(spec: str, context_size: int | None) -> tuple[Driver, ModelProfile]:
+    profile = profile_of(spec)
     local = not spec.startswith(("scripted:", "openai:"))
     options = {"n_ctx": context_size} if context_size and local else {}
-    return open_driver(spec, **options), caps
+    return open_driver(spec, **options), profile
 
 
 class ChatSession:
@@ -222,7 +217,7 @@ class ChatSession:
         self._ui_emit = emit
         self._ui_approver = approver
         self.interrupt = Interrupt()
-        inner, caps = open_model(config.model, config.context_size)
+        inner, profile = open_model(config.model, config.context_size)
         self.driver = StoppableDriver(inner, self.interrupt)
         self.log: SessionLog | None = None
         self.agent = ChatAgent(
@@ -236,16 +231,16 @@ class ChatSession:
             approver=self._approve if approver is not None else None,
             on_message=self._record,
             interrupt=self.interrupt,
+            profile=profile,
         )
-        self._use_model(inner, caps, config.constrain)
+        self._use_model(inner, profile, config.constrain)
 
     # --- plumbing ------------------------------------------------------------------
 
-    def _use_model(self, inner: Driver, caps: Capabilities, constrain: str) -> None:
-        for name, value in model_settings(caps).items():
-            setattr(self.agent, name, value)
-        self.agent.constraint = constraint_for(constrain, inner, self.tools)
-        self.caps = caps
+    def _use_model(self, inner: Driver, profile: ModelProfile, constrain: str) -> None:
+        self.agent.profile = profile
+        self.agent.constraint = constraint_for(constrain, inner, self.tools, profile)
+        self.profile = profile
 
     def _emit(self, event: ev.AgentEvent) -> None:
         if self.log is not None:
@@ -345,17 +340,16 @@ class ChatSession:
 
     def switch_model(self, spec: str) -> None:
         """Another model, same history: history is canonical, so this is always valid."""
-        inner, caps = open_model(spec, self.config.context_size)
+        inner, profile = open_model(spec, self.config.context_size)
         self.driver.inner.close()
         self.driver.swap(inner)
-        self._use_model(inner, caps, self.config.constrain)
+        self._use_model(inner, profile, self.config.constrain)
         self.config = replace(self.config, model=spec)
         self._emit(ev.SessionStarted(self.id, self.driver.model, str(self.workspace)))
 
     def next_prompt(self) -> str:
         """The exact bytes the next model call would send for the history so far."""
-        prompt = render(self.history, self.tools.specs(), self.driver.model, self.agent.template)
-        return canonical_to_wire(prompt) if self.agent.wire else prompt
+        return self.profile.render(self.history, self.tools.specs())
 
     def _close_log(self) -> None:
         if self.log is not None:

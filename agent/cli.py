@@ -312,15 +312,23 @@ def models(
     paths: Annotated[list[str] | None, typer.Argument(help="GGUF files to inspect too.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
 ) -> None:
-    """Bundled and given models, with the template, tool format and flags bosun uses."""
+    """Bundled models, or each given GGUF's resolved profile: template, tool format,
+    reasoning markers, wire remap and every adaptation bosun makes, with its reason."""
     from agent.inspect import models_rows
 
     rows = models_rows(paths or [])
     if json_out:
         for row in rows:
-            typer.echo(json.dumps(row))
+            typer.echo(json.dumps(row, ensure_ascii=False))
         return
-    cols = ["model", "size", "rule", "template", "tool_format", "wire_remap", "stop", "path"]
+    if paths:
+        for row in rows:
+            width = max(map(len, row))
+            for key, value in row.items():
+                typer.echo(f"{key:<{width}}  {value}")
+            typer.echo("")
+        return
+    cols = ["model", "size", "template", "tool_format", "reasoning", "wire_remap", "path"]
     _table(rows, cols)
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 
-from agent.grammar import answer_grammar, tool_call_grammar
 from agent.history import AssistantToolUse, Message, ToolCall, User
+from agent.profile import ModelProfile
 from agent.tools import ToolRegistry
 from drivers.base import Driver, UsageError
 
@@ -48,8 +48,11 @@ def repeats_unchanged_call(history: Sequence[Message], kinds: Mapping[str, str])
     return False
 
 
-def constraint_for(mode: str, driver: Driver, tools: ToolRegistry) -> Constraint | None:
-    """--constrain: `always`, or `auto` for models under ~3B parameters; None = free."""
+def constraint_for(
+    mode: str, driver: Driver, tools: ToolRegistry, profile: ModelProfile
+) -> Constraint | None:
+    """--constrain: `always`, or `auto` for models under ~3B parameters; None = free.
+    The grammars are the profile's, in the model's own call format."""
     if mode == "never" or not tools.names:
         return None
     if not driver.supports_grammar:
@@ -59,9 +62,14 @@ def constraint_for(mode: str, driver: Driver, tools: ToolRegistry) -> Constraint
     n_params = getattr(driver, "n_params", None)
     if mode == "auto" and (n_params is None or n_params >= SMALL_MODEL_PARAMS):
         return None
-    specs = tools.specs()
-    first, later = tool_call_grammar(specs, require_call=True), tool_call_grammar(specs)
-    answer = answer_grammar()
+    grammars = profile.grammars(tools.specs())
+    if grammars is None:
+        if mode == "always":
+            raise UsageError(
+                f"--constrain always: bosun has no grammar for {profile.tool_format} calls"
+            )
+        return None
+    first, later, answer = grammars
     kinds = {name: tool.kind for name in tools.names if (tool := tools.get(name)) is not None}
 
     def pick(history: Sequence[Message]) -> str | None:

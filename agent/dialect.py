@@ -42,7 +42,8 @@ class Dialect:
     system_role: bool = True  # Gemma 2 raises on a system message
     short_ids: bool = False  # Mistral Nemo: ids must be [a-zA-Z0-9]{9}
     single_call: bool = False  # Llama 3.1 raises on two tool_calls in one message
-    split_prose: bool = False  # Llama 3.1 drops the content of a tool-call message
+    null_content: bool = False  # DeepSeek R1 prints calls only when content is None
+    split_prose: bool = False  # DeepSeek R1 drops the calls of a message with prose
 
 
 FALLBACK = Dialect(native_tools=False, native_calls=False, native_results=False)
@@ -76,6 +77,7 @@ def to_template_messages(
     messages: Sequence[Message],
     dialect: Dialect = Dialect(),
     tool_block: str = "",
+    write_call: Callable[[str, dict[str, Any]], str] | None = None,
 ) -> list[dict[str, Any]]:
     """History -> fresh OpenAI-style message dicts shaped for one template.
 
@@ -103,7 +105,7 @@ def to_template_messages(
         elif isinstance(m, Assistant):
             out.append({"role": "assistant", "content": m.content})
         elif isinstance(m, AssistantToolUse):
-            _add_call(out, m, dialect)
+            _add_call(out, m, dialect, write_call or envelope)
             names[m.call.id] = m.call.name
         elif isinstance(m, ToolResult) and not dialect.native_results:
             if results_at is not None and results_at == len(out) - 1:
@@ -119,6 +121,10 @@ def to_template_messages(
             )
     if not dialect.system_role and out and out[0]["role"] == "system":
         _fold_system(out)
+    if dialect.null_content:
+        for msg in out:
+            if msg.get("tool_calls") and not msg["content"]:
+                msg["content"] = None
     return out
 
 
@@ -143,10 +149,15 @@ def _opened_by_reasoning(out: list[dict[str, Any]]) -> bool:
     )
 
 
-def _add_call(out: list[dict[str, Any]], m: AssistantToolUse, dialect: Dialect) -> None:
+def _add_call(
+    out: list[dict[str, Any]],
+    m: AssistantToolUse,
+    dialect: Dialect,
+    write_call: Callable[[str, dict[str, Any]], str],
+) -> None:
     prev = out[-1] if out and out[-1]["role"] == "assistant" else None
     if not dialect.native_calls:
-        text = envelope(m.call.name, m.call.arguments)
+        text = write_call(m.call.name, m.call.arguments)
         if prev is None:
             out.append({"role": "assistant", "content": text})
         else:
@@ -160,10 +171,10 @@ def _add_call(out: list[dict[str, Any]], m: AssistantToolUse, dialect: Dialect) 
         "type": "function",
         "function": {"name": m.call.name, "arguments": arguments},
     }
-    if prev is not None and dialect.split_prose and "tool_calls" not in prev:
-        prev = None  # the prose stays a message of its own
     if prev is not None and dialect.single_call and "tool_calls" in prev:
         prev = None
+    if prev is not None and dialect.split_prose and "tool_calls" not in prev and prev["content"]:
+        prev = None  # the prose stays a message of its own, so the calls are shown
     if prev is None:
         out.append({"role": "assistant", "content": "", "tool_calls": [call]})
     else:
@@ -205,7 +216,9 @@ PROBE_TOOLS: list[dict[str, Any]] = [
     }
     for name in (_PROBE_TOOL, _PROBE_CALL)
 ]
-# The shape of a real agent turn: prose, two calls in one turn, their two results.
+# The shape of a real agent turn: prose, two calls in one turn, their two results. What
+# a template does with the prose of a tool-calling turn (Llama 3.1 and Hermes drop it)
+# is the template's choice and is not scored: the model was trained on that.
 PROBE_HISTORY: list[Message] = [
     System(_PROBE_SYSTEM),
     User(_PROBE_USER),
@@ -218,7 +231,6 @@ PROBE_HISTORY: list[Message] = [
     User("Probe follow-up?"),
 ]
 
-# Shapes tried in order until one renders: fewest deviations from the convention first.
 # Shapes in the order tried, fewest deviations from the HF convention first.
 _SHAPES: tuple[Dialect, ...] = tuple(
     Dialect(
@@ -226,11 +238,12 @@ _SHAPES: tuple[Dialect, ...] = tuple(
         system_role=not fold,
         short_ids=short,
         single_call=single,
+        null_content=null,
         split_prose=split,
     )
+    for null, split in ((False, False), (True, False), (True, True))
     for fold in (False, True)
     for single in (False, True)
-    for split in (False, True)
     for short in (False, True)
     for string_args in (False, True)
 )
@@ -261,7 +274,6 @@ def _score(shape: Dialect, text: str) -> int:
         + kept.native_calls
         + kept.native_results
         + (kept.system_role == shape.system_role)
-        + (_PROBE_PROSE in text)
     )
 
 
@@ -281,7 +293,7 @@ def probe(render: RenderFn) -> Dialect:
         score = _score(shape, text)
         if best is None or score > best[0]:
             best = (score, shape, text)
-        if score == 5:
+        if score == 4:
             break
     if best is None:
         for shape in (FALLBACK, replace(FALLBACK, system_role=False)):

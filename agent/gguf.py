@@ -232,3 +232,60 @@ def write_gguf(path: str | Path, metadata: dict[str, Any]) -> None:
     for key, value in metadata.items():
         out.append(encode_string(key) + struct.pack("<I", type_of(value)) + encode(value))
     Path(path).write_bytes(b"".join(out))
+
+
+# llama.cpp's token types (tokenizer.ggml.token_type).
+TOKEN_NORMAL, TOKEN_UNKNOWN, TOKEN_CONTROL, TOKEN_USER_DEFINED = 1, 2, 3, 4
+
+
+def token_type(info: GGUFInfo, text: str) -> int | None:
+    """The vocabulary type of the token spelled exactly `text`, or None if there is no
+    such single token (or the file cannot be read again). One pass over the vocabulary,
+    for the rare question "is this tag one reserved token?"."""
+    tokens = info.metadata.get("tokenizer.ggml.tokens")
+    types = info.metadata.get("tokenizer.ggml.token_type")
+    if not isinstance(tokens, ArrayInfo | list) or not isinstance(types, ArrayInfo | list):
+        return None
+    if isinstance(tokens, list) and isinstance(types, list):
+        index = tokens.index(text) if text in tokens else -1
+        return _int_or_none(types[index]) if 0 <= index < len(types) else None
+    try:
+        with info.path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+            if isinstance(tokens, list):
+                index = tokens.index(text) if text in tokens else -1
+            else:
+                index = _index_of(_Reader(buf, info.path), tokens, text)
+            if index < 0:
+                return None
+            if isinstance(types, list):
+                return _int_or_none(types[index]) if index < len(types) else None
+            if types.type not in (4, 5) or index >= types.count:  # uint32 / int32
+                return None
+            offset = types.offset + 4 * index
+            (value,) = struct.unpack_from("<" + _SCALARS[types.type], buf, offset)
+            return int(value)
+    except (OSError, ValueError, struct.error):
+        return None
+
+
+def _index_of(reader: _Reader, tokens: ArrayInfo, text: str) -> int:
+    """Index of `text` in a string array left undecoded, or -1."""
+    if tokens.type != _STRING:
+        return -1
+    raw = text.encode("utf-8")
+    needle = struct.pack("<Q", len(raw)) + raw
+    found = reader.buf.find(needle, tokens.offset)
+    if found < 0:
+        return -1
+    reader.pos = tokens.offset
+    for index in range(tokens.count):
+        if reader.pos == found:
+            return index
+        if reader.pos > found:  # the bytes sat inside another token: look further on
+            found = reader.buf.find(needle, found + 1)
+            if found < 0:
+                return -1
+            if reader.pos == found:
+                return index
+        reader.skip_string()
+    return -1

@@ -102,7 +102,13 @@ class _Builder:
         return "\n".join(lines) + "\n"
 
 
-def tool_call_grammar(tools: Sequence[dict[str, Any]], require_call: bool = False) -> str:
+def tool_call_grammar(
+    tools: Sequence[dict[str, Any]],
+    require_call: bool = False,
+    *,
+    open_tag: str = TOOL_CALL_OPEN,
+    close_tag: str = TOOL_CALL_CLOSE,
+) -> str:
     """Either a plain answer (first character not "<") or one canonical tool call;
     only the call when `require_call`.
 
@@ -124,8 +130,7 @@ def tool_call_grammar(tools: Sequence[dict[str, Any]], require_call: bool = Fals
         return b.render("answer") + "answer ::= [^\\x00]*\n"
     b.add(
         "call",
-        f"{_literal(TOOL_CALL_OPEN + chr(10))} ( {' | '.join(alts)} ) "
-        f"{_literal(chr(10) + TOOL_CALL_CLOSE)}",
+        f"{_literal(open_tag + chr(10))} ( {' | '.join(alts)} ) {_literal(chr(10) + close_tag)}",
     )
     if require_call:
         return b.render("call")

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from agent import events as ev
-from agent.capabilities import Capabilities, model_info
 from agent.constraint import constraint_for
 from agent.gguf import GGUFError
 from agent.history import System, ToolCall
 from agent.output import JsonlPrinter, TextPrinter
+from agent.profile import ModelProfile, profile_for
 from agent.prompt import system_prompt
 from agent.runtime import Agent, Approval, Approver, Budget
 from agent.session import SessionLog, new_session_id
@@ -88,19 +88,9 @@ def project_instructions(workspace: Path) -> tuple[str, str]:
     return "", "AGENTS.md"
 
 
-def model_settings(caps: Capabilities) -> dict[str, Any]:
-    """The Agent fields a model family's capabilities decide (one place for run and chat)."""
-    return {
-        "stop": caps.stop,
-        "wire": caps.reserved_tool_call_token,
-        "harmony": caps.tool_format == "harmony",
-        "think_open": caps.think_markers[0] if caps.think_markers else None,
-    }
-
-
 def build_agent(
     driver: Driver,
-    caps: Capabilities,
+    profile: ModelProfile,
     workspace: Path,
     emit: ev.Emit,
     session: SessionLog,
@@ -127,10 +117,10 @@ def build_agent(
         approver=approver,
         on_message=session.message,
         trace=trace,
-        constraint=constraint_for(constrain, driver, tools),
+        constraint=constraint_for(constrain, driver, tools, profile),
         salvage="salvage" not in ablate,
         retain="retention" not in ablate,
-        **model_settings(caps),
+        profile=profile,
     )
 
 
@@ -150,9 +140,11 @@ def system_message(workspace: Path) -> System:
     return System(system_prompt(str(workspace), instructions, source, workspace_files(workspace)))
 
 
-def capabilities_for(model: str) -> Capabilities:
-    try:  # also validates capabilities.toml before anything is loaded
-        return model_info(model).caps
+def profile_of(model: str) -> ModelProfile:
+    """The model's profile, resolved before anything is loaded (this also validates
+    capabilities.toml and reads the GGUF's metadata); a bad model file is a usage error."""
+    try:
+        return profile_for(model)
     except GGUFError as exc:
         raise UsageError(f"cannot read model {model}: {exc}") from None
 
@@ -172,7 +164,7 @@ def run_once(opts: RunOptions) -> int:
     printer: Callable[[ev.AgentEvent], None] = (
         JsonlPrinter() if opts.output == "jsonl" else TextPrinter()
     )
-    caps = capabilities_for(opts.model)
+    profile = profile_of(opts.model)
     with loading(opts.model):
         driver = open_driver(opts.model, wire=opts.wire)
     session = SessionLog(new_session_id())
@@ -184,7 +176,7 @@ def run_once(opts: RunOptions) -> int:
     interactive = sys.stdin.isatty() and sys.stderr.isatty()
     agent = build_agent(
         driver,
-        caps,
+        profile,
         workspace,
         emit,
         session,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agent.capabilities import bundled_models, model_info
 from agent.gguf import GGUFError
 from agent.history import Message
+from agent.profile import bundled_models, profile_for
 from agent.prompt import load_messages, render_for_model
 from agent.session import load_messages as load_session_messages
 from agent.session import sessions_dir
@@ -16,17 +16,17 @@ from drivers.base import UsageError
 
 
 def models_rows(extra: list[str]) -> list[dict[str, str]]:
-    """One row per bundled model (installed or not) and per GGUF path given."""
+    """One row per GGUF path given, or per bundled model (installed or not)."""
     rows = []
-    for name, path in bundled_models().items():
-        row = model_info(name).summary()
+    for name, path in () if extra else bundled_models().items():
+        row = profile_for(name).summary()
         row["size"] = f"{path.stat().st_size / 1e6:.0f} MB" if path else "not installed"
         rows.append(row)
     for spec in extra:
         if not Path(spec).is_file():
             raise UsageError(f"model file not found: {spec}")
         try:
-            row = model_info(spec).summary()
+            row = profile_for(spec).summary()
         except GGUFError as exc:
             raise UsageError(f"cannot read model {spec}: {exc}") from None
         row["size"] = f"{Path(spec).stat().st_size / 1e6:.0f} MB"

@@ -198,3 +198,15 @@ def strip_markup(text: str) -> tuple[str, bool]:
         return text, False
     out.append(text[seg_start:])
     return "".join(out).strip(), True
+
+
+def partial_suffix(text: str, markers: tuple[str, ...] | list[str]) -> int:
+    """Length of the longest suffix of `text` that is a proper prefix of a marker: what a
+    streaming reader must hold back until the next chunk settles it."""
+    keep = 0
+    for marker in markers:
+        for k in range(min(len(marker) - 1, len(text)), keep, -1):
+            if text.endswith(marker[:k]):
+                keep = k
+                break
+    return keep

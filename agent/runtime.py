@@ -27,13 +27,15 @@ from agent.history import (
     retain_assistant_text,
 )
 from agent.loopguard import LoopGuard
-from agent.parsing import Event, GenericStreamParser, HarmonyStreamParser
+from agent.parsing import Event
+from agent.parsing.select import ModelOutputParser
 from agent.permissions import decision
-from agent.prompt import WireDecoder, canonical_to_wire, data_spans, render, wire_to_canonical
+from agent.profile import ModelProfile, profile_for
+from agent.prompt import data_spans
 from agent.tools.registry import Tool, ToolContext, ToolRegistry
+from agent.wire import wire_to_canonical
 from drivers.base import Driver, DriverError, Usage
 
-HARMONY_CALL = "<|call|>"
 Approval = Literal["yes", "no", "always"]
 Approver = Callable[[ToolCall, Tool], Approval]
 
@@ -62,7 +64,7 @@ class _Turn:
     """What one model call has produced so far, as the stream comes in."""
 
     emit: ev.Emit
-    parser: GenericStreamParser | HarmonyStreamParser
+    parser: ModelOutputParser
     record: dict[str, object]  # the --trace line
     texts: list[str] = field(default_factory=list)
     thoughts: list[str] = field(default_factory=list)
@@ -115,11 +117,9 @@ class Agent:
     approver: Approver | None = None  # None: nobody to ask (headless)
     on_message: Callable[[Message], None] = lambda _m: None
     trace: Callable[[dict[str, object]], None] | None = None
-    template: str | Path | None = None
-    stop: Sequence[str] = ()
-    wire: bool = False  # remap <tool_call> to [[CALL]] at the driver boundary
-    harmony: bool = False  # gpt-oss: parse Harmony channels instead of <tool_call>
-    think_open: str | None = None  # reasoning marker a generation prompt may end with
+    # Everything model-specific: template, call format, reasoning, stops, wire remap.
+    # Resolved from the driver's model when not given (tests, scripts).
+    profile: ModelProfile | None = None
     # Ablations for bench/eval only (`bosun run --ablate`): with salvage off, bare JSON
     # is never taken as a call; with retain off, history keeps the raw completion,
     # markup and all, the way naive harnesses do.
@@ -136,6 +136,15 @@ class Agent:
     _always: set[str] = field(default_factory=set)
     _ids: int = 0
     _final_text: str = ""
+
+    def __post_init__(self) -> None:
+        if self.profile is None:
+            self.profile = profile_for(self.driver.model)
+
+    @property
+    def model(self) -> ModelProfile:
+        assert self.profile is not None  # set in __post_init__
+        return self.profile
 
     def add(self, message: Message) -> None:
         self.history.append(message)
@@ -198,8 +207,9 @@ class Agent:
         """One model call, streamed through the parser; events go out as they arrive."""
         chat_mode = bool(getattr(self.driver, "chat_mode", False))
         specs = self.tools.specs()
-        prompt = "" if chat_mode else render(self.history, specs, self.driver.model, self.template)
-        t = _Turn(self.emit, self._parser(prompt), {"model": self.driver.model})
+        prompt = "" if chat_mode else self.model.canonical(self.history, specs)
+        parser = self.model.parser(specs, prompt=prompt or None, salvage=self.salvage)
+        t = _Turn(self.emit, parser, {"model": self.driver.model})
         texts, raw = t.texts, t.raw
         self.turns += 1
         started = time.perf_counter()
@@ -219,15 +229,18 @@ class Agent:
             # Not a format error to retry: the reply so far stands, as an answer.
             self.emit(ev.Diagnostic("stopped the reply early: it kept repeating itself"))
             t.usage = getattr(self.driver, "last_usage", None) or t.usage
-        if self.harmony and t.stopped_by == HARMONY_CALL:
-            t.take(t.parser.feed(t.stopped_by), closed=True)  # the end token makes a call
+        if t.stopped_by and t.stopped_by in self.model.stop:
+            # Some formats close a call with the stop token itself (harmony's <|call|>);
+            # the parser reads it or drops it, whichever its format wants.
+            t.take(t.parser.feed(t.stopped_by), closed=True)
         t.take(t.parser.finish(), closed=False)
         if not t.usage.ms:
             t.usage.ms = (time.perf_counter() - started) * 1000
         self._account(t.usage)
         if self.trace is not None:
             completion = "".join(raw)
-            t.record["completion"] = wire_to_canonical(completion) if self.wire else completion
+            remapped = self.model.wire_remap
+            t.record["completion"] = wire_to_canonical(completion) if remapped else completion
             t.record["usage"] = vars(t.usage)
             self.trace(t.record)
         # The server saw the real tokens: when it found calls, look-alikes in the prose
@@ -243,43 +256,31 @@ class Agent:
                 calls.append(self._renumber(call))
         if not self.retain:
             completion = "".join(raw)
-            return Reply(
-                wire_to_canonical(completion) if self.wire else completion, calls, t.diagnostics
-            )
+            if self.model.wire_remap:
+                completion = wire_to_canonical(completion)
+            return Reply(completion, calls, t.diagnostics)
         reasoning = "".join(t.thoughts).strip()
         return Reply(retain_assistant_text("".join(texts)), calls, t.diagnostics, reasoning)
-
-    def _parser(self, prompt: str) -> GenericStreamParser | HarmonyStreamParser:
-        if self.harmony:
-            return HarmonyStreamParser(self.tools.names)
-        # A template that pre-opens <think> means the reply starts inside it.
-        opened = bool(self.think_open) and prompt.rstrip().endswith(str(self.think_open))
-        return GenericStreamParser(
-            self.tools.names, think_open=opened, salvage_bare_json=self.salvage
-        )
 
     def _stream_text(self, t: _Turn, prompt: str, specs: list[dict[str, Any]]) -> None:
         """Completion wire: bosun's prompt in, text out (remapped where the model needs)."""
         t.record["prompt"] = prompt
         grammar = self.constraint(self.history) if self.constraint is not None else None
-        sent = canonical_to_wire(prompt) if self.wire else prompt
-        decoder = WireDecoder() if self.wire else None
+        model = self.model
+        sent = model.to_wire(prompt)
         extra = {}
         if getattr(self.driver, "takes_data_spans", False):
-            model = self.driver.model
-            spans = data_spans(self.history, specs, sent, model, self.template, self.wire)
+            spans = data_spans(self.history, specs, sent, profile=model)
             if spans:
                 extra["data"] = spans
         stream = self.driver.stream(
-            sent, stop=self.stop, max_tokens=self.budget.max_tokens, grammar=grammar, **extra
+            sent, stop=model.stop, max_tokens=self.budget.max_tokens, grammar=grammar, **extra
         )
         try:
             for chunk in stream:
                 if chunk.text:
                     t.raw.append(chunk.text)
-                    text = decoder.feed(chunk.text) if decoder is not None else chunk.text
-                    if text:
-                        t.take(t.parser.feed(text), closed=True)
+                    t.take(t.parser.feed(chunk.text), closed=True)
                 t.end(chunk.usage, chunk.finish_reason, chunk.stopped_by)
                 if t.guard.tripped:
                     break
@@ -287,9 +288,7 @@ class Agent:
             close = getattr(stream, "close", None)
             if close is not None:
                 close()
-        if decoder is not None and (rest := decoder.finish()):
-            t.take(t.parser.feed(rest), closed=True)
-        if self.wire:
+        if model.wire_remap:
             t.record.update(wire_prompt=sent, wire_completion="".join(t.raw))
 
     def _stream_chat(self, t: _Turn) -> None:

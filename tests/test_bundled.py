@@ -172,11 +172,12 @@ def test_real_gemma_parts_join_to_the_pinned_file(cache: Path) -> None:
 def test_first_render_of_gemma_already_has_its_bos_token(cache: Path) -> None:
     """Rendering before anything loaded the model joins it first: the BOS token comes
     from the GGUF, and a render without it would start every prompt wrong."""
-    from agent.capabilities import model_info
+    from agent import profile
     from agent.history import System, User
     from agent.prompt import render
 
-    model_info.cache_clear()
+    profile.describe.cache_clear()
+    profile._resolve.cache_clear()
     assert not (cache / GEMMA.filename).exists()
     prompt = render([System("S"), User("hi")], model="gemma3-270m")
     assert prompt == "<bos><start_of_turn>user\nS\n\nhi<end_of_turn>\n<start_of_turn>model\n"
@@ -188,17 +189,18 @@ def test_real_gemma_drives_a_constrained_tool_call() -> None:
     """The second family end to end: its own template, its stop string, and a grammar
     whose call the parser reads back as a schema-valid call."""
     pytest.importorskip("llama_cpp")
-    from agent.capabilities import model_info
     from agent.grammar import tool_call_grammar
     from agent.history import System, User
     from agent.parsing import parse_tool_calls
+    from agent.profile import profile_for
     from agent.prompt import render
     from agent.tools import default_registry
     from drivers.base import collect
     from drivers.llama_cpp import open_llama
 
-    caps = model_info("gemma3-270m").caps
-    assert (caps.template, caps.stop) == ("gemma", ("<end_of_turn>",))
+    caps = profile_for("gemma3-270m")
+    assert caps.template_origin == "templates/gemma.jinja"
+    assert caps.stop == ("<end_of_turn>", "<eos>")
     registry = default_registry()
     specs = registry.specs()
     prompt = render(

@@ -181,7 +181,8 @@ def test_models_lists_the_bundled_model() -> None:
     assert proc.returncode == 0, proc.stderr
     rows = [json.loads(line) for line in proc.stdout.splitlines()]
     smol = next(r for r in rows if r["model"] == "smollm2-135m")
-    assert smol["template"] == "chatml" and smol["tool_format"] == "hermes"
+    assert smol["template"] == "templates/chatml.jinja" and smol["tool_format"] == "hermes"
+    assert "shipped template chatml" in smol["adaptations"]
 
 
 def test_models_rejects_a_missing_or_corrupt_file(tmp_path: Path) -> None:

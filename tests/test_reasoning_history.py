@@ -17,6 +17,7 @@ from agent.history import (
     from_json,
     to_json,
 )
+from agent.profile import profile_for
 from drivers.openai_wire import chat_messages
 from tests.helpers import make_agent, tool_call
 
@@ -36,9 +37,10 @@ THINKING_TEMPLATE = (
 def test_reasoning_is_kept_and_the_next_prompt_extends_the_last(workspace: Path) -> None:
     call = tool_call("read_file", path="notes.txt")
     first = "I should read notes.txt first.\n</think>\n\n" + call
-    agent, driver, _ = make_agent([first, "It is a greeting.\n</think>\n\nHello."], workspace)
-    agent.template = THINKING_TEMPLATE
-    agent.think_open = "<think>"
+    profile = profile_for("thinking-model", chat_template=THINKING_TEMPLATE)
+    assert profile.reasoning == ("<think>", "</think>") and profile.reasoning_preopened
+    replies = [first, "It is a greeting.\n</think>\n\nHello."]
+    agent, driver, _ = make_agent(replies, workspace, profile=profile)
     result = agent.run("What is in notes.txt?")
     assert (result.status, result.final_text, result.tool_calls) == ("done", "Hello.", 1)
     turn = agent.history[2:5]

@@ -6,8 +6,10 @@ from pathlib import Path
 
 from agent import events as ev
 from agent.history import Assistant, AssistantToolUse, ToolCall, ToolResult, User
+from agent.profile import profile_for
 from agent.runtime import Budget
 from tests.helpers import make_agent, tool_call
+from tests.test_reasoning_history import THINKING_TEMPLATE
 
 
 def kinds(events: list[ev.AgentEvent]) -> list[str]:
@@ -143,8 +145,8 @@ def test_harmony_message_cut_by_max_tokens_is_not_a_call(workspace: Path) -> Non
 
 
 def test_reply_inside_a_pre_opened_think_block_is_reasoning(workspace: Path) -> None:
-    agent, _, events = make_agent(["pondering...</think>The answer."], workspace)
-    agent.think_open = "<|im_start|>assistant"  # stands in for a template ending in <think>
+    profile = profile_for("thinking-model", chat_template=THINKING_TEMPLATE)
+    agent, _, events = make_agent(["pondering...</think>The answer."], workspace, profile=profile)
     result = agent.run("q")
     assert result.final_text == "The answer."
     assert [e.text for e in events if isinstance(e, ev.ReasoningDelta)] == ["pondering..."]

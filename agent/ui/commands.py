@@ -56,10 +56,10 @@ def _model(repl: Repl, arg: str) -> None:
         repl.say(f"loading {arg} …")
         repl.chat.switch_model(arg)
         return
-    caps = repl.chat.caps
+    profile = repl.chat.profile
     size = repl.chat.context_size
     repl.say(f"model: {repl.chat.driver.model}")
-    repl.say(f"template: {caps.template} · tool format: {caps.tool_format}")
+    repl.say(f"template: {profile.template_origin} · tool format: {profile.tool_format}")
     repl.say(f"context: {size if size else 'unknown'} tokens · /model NAME switches")
 
 

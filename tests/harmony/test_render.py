@@ -1,6 +1,6 @@
 """Render -> parse round trip: what bosun shows gpt-oss of past turns is what it parses.
 
-The shipped templates/harmony.jinja is what capabilities pick for gpt-oss; the model's
+The shipped templates/harmony.jinja is what a served gpt-oss gets; the model's
 own template (from the shared corpus, read in place) must agree on the shapes that
 matter: calls as commentary messages with a recipient ending in <|call|>, results from
 `functions.NAME to=assistant`, and no <|return|> in past turns (llama.cpp issue 15417).
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.capabilities import model_info
 from agent.history import Assistant, AssistantToolUse, Message, System, ToolCall, ToolResult, User
 from agent.parsing.harmony import parse_harmony
+from agent.profile import profile_for
 from agent.prompt import render
 from tests.conftest import CORPUS
 from tests.harmony.support import REALISTIC_ARGS
@@ -63,9 +63,12 @@ def assistant_messages(prompt: str) -> str:
     )
 
 
-def test_capabilities_pick_the_shipped_harmony_template() -> None:
-    caps = model_info(MODEL).caps
-    assert (caps.template, caps.tool_format) == ("harmony", "harmony")
+def test_a_served_gpt_oss_gets_the_shipped_harmony_template() -> None:
+    profile = profile_for(MODEL)  # no model file, so no template of its own
+    assert (profile.template_origin, profile.tool_format) == (
+        "templates/harmony.jinja",
+        "gpt_oss_harmony",
+    )
 
 
 @pytest.mark.parametrize("arguments", [{"path": "a.txt"}, NASTY_ARGS, REALISTIC_ARGS])
@@ -118,4 +121,8 @@ def test_official_template_round_trips(arguments: dict[str, object]) -> None:
     assert "<|return|>" not in prompt.replace(body, "")  # the arguments may mention it
     r = parse_harmony(assistant_messages(prompt))
     assert r.calls == [ToolCall("call_1", "read_file", arguments)] and r.diagnostics == []
-    assert "Let me look." in r.text and "It says hello world." in r.text
+    # gpt-oss's own template shows the prose of a calling turn as analysis, and drops
+    # analysis once the user speaks again: fidelity over prefix stability (README).
+    assert "It says hello world." in r.text and "Let me look." not in prompt
+    current = render(history(arguments)[:5], TOOLS, model=MODEL, template=Path(OFFICIAL))
+    assert "<|channel|>analysis<|message|>Let me look.<|end|>" in current

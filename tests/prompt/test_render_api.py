@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from agent import capabilities, prompt
+from agent import capabilities, profile
 from agent.gguf import write_gguf
 from agent.history import to_json
 from agent.prompt import TemplateRenderError, load_messages, render, render_for_model
-from tests.prompt.prompt_cases import CANONICAL, SHIPPED, TOOLS
+from tests.prompt.prompt_cases import CANONICAL, CORPUS, SHIPPED, TOOLS
 
 # SmolLM2's embedded template: prints every role the same way, knows nothing of tools.
 GENERIC = (
@@ -84,24 +84,32 @@ def test_family_rule_beats_the_embedded_template(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def user_role_results(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def override_table(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     table = capabilities.load_table(
-        '[[rule]]\nid = "phi"\nname = "phi-*"\ntemplate = "chatml"\n'
-        'tool_result_role = "user"\n[[rule]]\nid = "default"\n'
+        '[[rule]]\nid = "forced"\narchitecture = "forced"\ntemplate = "chatml"\n'
+        'tool_format = "hermes"\noverride = true\n[[rule]]\nid = "default"\n'
     )
     monkeypatch.setattr(capabilities, "_shipped_table", lambda: table)
-    capabilities.model_info.cache_clear()
-    prompt._target.cache_clear()
+    profile._resolve.cache_clear()
     yield
-    capabilities.model_info.cache_clear()
-    prompt._target.cache_clear()
+    profile._resolve.cache_clear()
 
 
-def test_tool_result_role_user_forces_result_blocks(user_role_results: None) -> None:
-    llama = SHIPPED / "llama3.jinja"  # would use the ipython role
-    text = render(CANONICAL, TOOLS, model="phi-4-mini", template=llama)
-    assert "ipython" not in text
-    assert "<|start_header_id|>user<|end_header_id|>\n\n<tool_result>\nalpha beta gamma" in text
+def test_own_template_with_tools_beats_a_family_rule(tmp_path: Path) -> None:
+    qwen3 = (CORPUS / "Qwen-Qwen3-0.6B.jinja").read_text(encoding="utf-8")
+    # "qwen3*" names a rule, but the model file's own template decides first.
+    model = _gguf(tmp_path, qwen3, arch="qwen3")
+    assert profile.profile_for(model).template_origin.startswith("embedded in")
+    text = render(CANONICAL, TOOLS, model=model)
+    assert "<tool_response>\nalpha beta gamma\n</tool_response>" in text
+    assert "<tool_result>" not in text and "[[CALL]]" not in text
+
+
+def test_an_override_rule_beats_the_own_template(tmp_path: Path, override_table: None) -> None:
+    qwen3 = (CORPUS / "Qwen-Qwen3-0.6B.jinja").read_text(encoding="utf-8")
+    forced = profile.profile_for(_gguf(tmp_path, qwen3, arch="forced"))
+    assert forced.template_origin == "templates/chatml.jinja" and forced.rule == "forced"
+    assert [a.what for a in forced.adaptations] == ["shipped template chatml"]
 
 
 def test_render_for_model_with_a_messages_file(tmp_path: Path) -> None:

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import agent.prompt as prompt
+from agent.gguf import write_gguf
 from agent.history import AssistantToolUse, ToolCall, ToolResult, User
 from agent.markup import WIRE_CALL_CLOSE, WIRE_CALL_OPEN
 from agent.parsing import parse_tool_calls
-from tests.prompt.prompt_cases import CANONICAL, TOOLS
+from agent.profile import profile_for
+from tests.prompt.prompt_cases import CANONICAL, CORPUS, TOOLS
 
 CALL_TEXT = (
     'Let me look.\n<tool_call>\n{"name": "read_file", "arguments": {"path": "a"}}\n</tool_call>'
@@ -105,8 +110,73 @@ def test_decoded_wire_completion_parses_as_a_tool_call() -> None:
     assert [c.name for c in result.calls] == ["read_file"]
 
 
-def test_render_for_model_remaps_only_flagged_models() -> None:
-    flagged = "openai:http://localhost:8080#qwen3-8b"  # Qwen3: reserved <tool_call>
+# SmolLM2's embedded template: every role alike, no tools.
+GENERIC = (
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + "
+    "message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+QWEN25 = CORPUS / "Qwen-Qwen2.5-7B-Instruct.jinja"
+USER_DEFINED, CONTROL, NORMAL = 4, 3, 1
+
+
+def model_file(
+    tmp_path: Path, template: str, tool_call_type: int | None, filler: int = 8, name: str = "m"
+) -> str:
+    """A metadata-only GGUF whose vocabulary may hold <tool_call> as one token."""
+    tokens = ["<unk>", "<s>", "</s>", *(f"tok{i}" for i in range(filler))]
+    types = [2, 3, 3, *([NORMAL] * filler)]
+    if tool_call_type is not None:
+        tokens += ["<tool_call>", "</tool_call>"]
+        types += [tool_call_type, tool_call_type]
+    path = tmp_path / f"{name}.gguf"
+    write_gguf(
+        path,
+        {
+            "general.architecture": "mystery",
+            "tokenizer.ggml.tokens": tokens,
+            "tokenizer.ggml.token_type": types,
+            "tokenizer.ggml.bos_token_id": 1,
+            "tokenizer.ggml.eos_token_id": 2,
+            "tokenizer.chat_template": template,
+        },
+    )
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("kind", "filler", "remapped"),
+    [
+        (USER_DEFINED, 8, True),
+        (CONTROL, 8, True),
+        (USER_DEFINED, 300, True),  # a vocabulary too large to decode: found by scanning
+        (NORMAL, 8, False),
+        (None, 8, False),
+    ],
+)
+def test_remap_where_bosun_writes_the_protocol_for_a_reserved_token(
+    tmp_path: Path, kind: int | None, filler: int, remapped: bool
+) -> None:
+    profile = profile_for(model_file(tmp_path, GENERIC, kind, filler))
+    assert profile.wire_remap is remapped
+    if remapped:
+        assert "reserved" in profile.remap_reason and "<tool_call>" in profile.remap_reason
+        assert "[[CALL]]" in profile.render(CANONICAL, TOOLS)
+    assert "<tool_call>" in profile.canonical(CANONICAL, TOOLS)
+
+
+def test_never_remap_a_template_that_prints_its_own_markup(tmp_path: Path) -> None:
+    """Qwen2.5's vocabulary holds <tool_call> as a user-defined token, and its own
+    template prints <tool_call> itself: the model was trained on exactly that."""
+    qwen = profile_for(model_file(tmp_path, QWEN25.read_text(encoding="utf-8"), USER_DEFINED))
+    assert qwen.template_origin.startswith("embedded") and qwen.tool_format == "hermes"
+    assert not qwen.wire_remap
+    text = qwen.render(CANONICAL, TOOLS)
+    assert "<tool_call>" in text and "[[CALL]]" not in text
+
+
+def test_render_for_model_remaps_only_flagged_models(tmp_path: Path) -> None:
+    flagged = model_file(tmp_path, GENERIC, USER_DEFINED)
     plain = "smollm2-135m"
     wire = prompt.render_for_model(flagged, CANONICAL, TOOLS)
     assert "[[CALL]]" in wire and "<tool_call>" not in wire
@@ -119,13 +189,14 @@ def test_render_for_model_remaps_only_flagged_models() -> None:
     )
 
 
-def test_session_switching_between_flagged_and_plain_models() -> None:
-    """Turn 1 on a Qwen3 (wire form), turn 2 on SmolLM2 (canonical), turn 3 back."""
-    flagged, plain = "openai:http://localhost:8080#qwen3-8b", "smollm2-135m"
+def test_session_switching_between_flagged_and_plain_models(tmp_path: Path) -> None:
+    """Turn 1 on a flagged model (wire form), turn 2 on SmolLM2 (canonical), turn 3 back."""
+    flagged, plain = model_file(tmp_path, GENERIC, CONTROL), "smollm2-135m"
     history = [*CANONICAL[:2]]
     # Turn 1: the flagged model answers in wire form; what reaches history is canonical.
-    completion = _decode([WIRE_TEXT[:9], WIRE_TEXT[9:]])
-    call = parse_tool_calls(completion).calls[0]
+    parser = profile_for(flagged).parser(TOOLS)
+    events = parser.feed(WIRE_TEXT[:9]) + parser.feed(WIRE_TEXT[9:]) + parser.finish()
+    (call,) = [e.call for e in events if e.call is not None]
     history += [AssistantToolUse(ToolCall("call_1", call.name, call.arguments))]
     history += [ToolResult("call_1", "file a"), User("And b?")]
     # Turn 2 on the plain model: canonical envelope, nothing left of the wire form.

@@ -1,0 +1,89 @@
+"""One stream parser for one model's raw output, whatever its format.
+
+The model profile knows the format, the reasoning markers, whether the reply starts
+inside reasoning, the stop strings and the wire remap; this is where those facts become
+one object with the parser interface (`feed(chunk)` / `finish()` -> events), so the
+runtime feeds raw driver text and never asks which model it is talking to. A stop string
+that ended generation may be fed or not: the events are the same either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from agent.markup import partial_suffix
+from agent.parsing.base import Event
+from agent.parsing.formats import FORMAT_STOPS, canonical_format
+from agent.parsing.stream import THINK_OPEN, GenericStreamParser
+from agent.wire import WireDecoder
+
+
+class _StopCut:
+    """Passes text up to the first stop string; holds a suffix that may become one."""
+
+    def __init__(self, stops: Sequence[str], keep: bool) -> None:
+        self.stops = tuple(s for s in stops if s)
+        self.keep = keep  # the parser reads the stop itself (harmony's <|call|>)
+        self.held = ""
+        self.done = False
+
+    def feed(self, text: str) -> str:
+        if self.done:
+            return ""
+        if not self.stops:
+            return text
+        buf = self.held + text
+        hits = [(i, s) for s in self.stops if (i := buf.find(s)) >= 0]
+        if hits:
+            at, stop = min(hits)
+            self.done, self.held = True, ""
+            return buf[: at + (len(stop) if self.keep else 0)]
+        keep = partial_suffix(buf, self.stops)
+        self.held = buf[len(buf) - keep :]
+        return buf[: len(buf) - keep]
+
+    def finish(self) -> str:
+        held, self.held = self.held, ""
+        return held
+
+
+class ModelOutputParser:
+    """Wire decoding and stop strings in front of the format's own stream parser."""
+
+    def __init__(self, inner: object, stops: Sequence[str], keep_stop: bool, wire: bool):
+        self.inner = inner
+        self._stop = _StopCut(stops, keep_stop)
+        self._wire = WireDecoder() if wire else None
+
+    def feed(self, chunk: str) -> list[Event]:
+        text = self._wire.feed(chunk) if self._wire is not None else chunk
+        text = self._stop.feed(text)
+        return self.inner.feed(text) if text else []  # type: ignore[attr-defined]
+
+    def finish(self) -> list[Event]:
+        rest = self._wire.finish() if self._wire is not None else ""
+        rest = self._stop.feed(rest) + self._stop.finish()
+        events = self.inner.feed(rest) if rest else []  # type: ignore[attr-defined]
+        return events + self.inner.finish()  # type: ignore[attr-defined]
+
+
+def parser_for(
+    tool_format: str,
+    tool_names: Iterable[str] | None = None,
+    *,
+    reasoning: tuple[str, str] | None = None,
+    opened: bool = False,
+    stop: Sequence[str] = (),
+    wire: bool = False,
+    salvage: bool = True,
+) -> ModelOutputParser:
+    """The parser for `tool_format` (a FORMATS name or alias), wrapped for raw output."""
+    fmt = canonical_format(tool_format)
+    if fmt == "gpt_oss_harmony":
+        from agent.parsing.harmony import HarmonyStreamParser
+
+        inner: object = HarmonyStreamParser(tool_names)
+    else:
+        think_open = opened and reasoning is not None and reasoning[0] == THINK_OPEN
+        inner = GenericStreamParser(tool_names, think_open=think_open, salvage_bare_json=salvage)
+    return ModelOutputParser(inner, stop, fmt in FORMAT_STOPS, wire)
