@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
-
 from dataclasses import replace
+from pathlib import Path
 
 from agent.events import AgentEvent
 from agent.history import Message, System

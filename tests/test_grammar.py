@@ -10,6 +10,7 @@ from agent.constraint import constraint_for
 from agent.grammar import answer_grammar, tool_call_grammar
 from agent.history import AssistantToolUse, System, ToolCall, ToolResult, User
 from agent.parsing import parse_tool_calls
+from agent.profile import profile_for
 from agent.prompt import render, system_prompt
 from agent.tools import default_registry
 from drivers.base import DriverError, collect
@@ -96,7 +97,7 @@ def test_a_repeated_read_is_followed_by_an_answer(driver, tmp_path: Path) -> Non
     """After the model repeats a read whose result it already has, the next call may
     only answer: on the real model, with the grammar the constraint picks."""
     registry = default_registry()
-    pick = constraint_for("always", driver, registry)
+    pick = constraint_for("always", driver, registry, profile_for("smollm2-135m"))
     assert pick is not None
     read = ToolCall("call_1", "read_file", {"path": "notes.txt"})
     history = [

@@ -99,7 +99,7 @@ def test_held_back_is_the_longest_partial_stop(text: str, stops: list[str], keep
 
 
 def test_a_prompt_longer_than_the_context_is_a_clear_error(tmp_path: Path) -> None:
-    from agent.headless import build_agent, capabilities_for, system_message
+    from agent.headless import build_agent, profile_of, system_message
     from agent.runtime import Budget
     from agent.session import SessionLog, load_messages
     from drivers.llama_cpp import open_llama
@@ -111,7 +111,7 @@ def test_a_prompt_longer_than_the_context_is_a_clear_error(tmp_path: Path) -> No
         log = SessionLog("overflow", tmp_path)
         agent = build_agent(
             small,
-            capabilities_for("smollm2-135m"),
+            profile_of("smollm2-135m"),
             tmp_path,
             lambda e: None,
             log,

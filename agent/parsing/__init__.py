@@ -5,9 +5,19 @@ the stream parser fed everything at once), so streaming and non-streaming agree.
 """
 
 from agent.parsing.base import Event, ParseResult, coalesce
-from agent.parsing.stream import GenericStreamParser, parse_tool_calls
+from agent.parsing.formats import FORMATS
+from agent.parsing.select import parse_tool_calls, parser_for
+from agent.parsing.stream import GenericStreamParser
 
-__all__ = ["Event", "GenericStreamParser", "ParseResult", "coalesce", "parse_tool_calls"]
+__all__ = [
+    "FORMATS",
+    "Event",
+    "GenericStreamParser",
+    "ParseResult",
+    "coalesce",
+    "parse_tool_calls",
+    "parser_for",
+]
 
 # harmony.py (gpt-oss) is written separately; it is exported as soon as it exists, and
 # an import error *inside* it still surfaces.

@@ -10,11 +10,13 @@ that ended generation may be fed or not: the events are the same either way.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from agent.markup import partial_suffix
-from agent.parsing.base import Event
+from agent.parsing.base import Event, ParseResult
 from agent.parsing.formats import FORMAT_STOPS, canonical_format
 from agent.parsing.stream import THINK_OPEN, GenericStreamParser
+from agent.parsing.stream import parse_tool_calls as _parse_generic
 from agent.wire import WireDecoder
 
 
@@ -87,3 +89,32 @@ def parser_for(
         think_open = opened and reasoning is not None and reasoning[0] == THINK_OPEN
         inner = GenericStreamParser(tool_names, think_open=think_open, salvage_bare_json=salvage)
     return ModelOutputParser(inner, stop, fmt in FORMAT_STOPS, wire)
+
+
+def parse_tool_calls(
+    text: str,
+    tool_names: Iterable[str] | None = None,
+    *,
+    format: str = "hermes",
+    tools: Sequence[dict[str, Any]] | None = None,
+    think_open: bool = False,
+) -> ParseResult:
+    """Prose, reasoning, tool calls and diagnostics of one completion in `format` (a
+    FORMATS name or alias). Never raises on model text.
+
+    `tools` (OpenAI-style specs) name the tools when `tool_names` is not given.
+    Envelope first; salvage only when the envelope found no call. The same answer as the
+    format's stream parser on any chunking of `text`, because it is that parser.
+    """
+    if tool_names is None and tools is not None:
+        tool_names = [
+            str(spec.get("function", spec).get("name", ""))
+            for spec in tools
+            if isinstance(spec, dict)
+        ]
+    fmt = canonical_format(format)
+    if fmt == "gpt_oss_harmony":
+        from agent.parsing.harmony import parse_harmony
+
+        return parse_harmony(text, tool_names)
+    return _parse_generic(text, tool_names, think_open=think_open)
