@@ -1,11 +1,14 @@
 """Low-level scanning of model text: where tool-call markup starts and ends.
 
-This module imports nothing from bosun so that both `history` (which must strip residue)
-and `parsing` (which must extract calls) can share one definition of "where does this
-span end". Everything here is a single forward pass; nothing re-scans the buffer.
+This module imports nothing from bosun's agent package so that both `history` (which
+must strip residue) and `parsing` (which must extract calls) can share one definition of
+"where does this span end". Everything here is a single forward pass; nothing re-scans
+the buffer.
 """
 
 from __future__ import annotations
+
+from drivers.base import partial_suffix as partial_suffix  # one helper for drivers and parsers
 
 TOOL_CALL_OPEN = "<tool_call>"
 TOOL_CALL_CLOSE = "</tool_call>"
@@ -198,15 +201,3 @@ def strip_markup(text: str) -> tuple[str, bool]:
         return text, False
     out.append(text[seg_start:])
     return "".join(out).strip(), True
-
-
-def partial_suffix(text: str, markers: tuple[str, ...] | list[str]) -> int:
-    """Length of the longest suffix of `text` that is a proper prefix of a marker: what a
-    streaming reader must hold back until the next chunk settles it."""
-    keep = 0
-    for marker in markers:
-        for k in range(min(len(marker) - 1, len(text)), keep, -1):
-            if text.endswith(marker[:k]):
-                keep = k
-                break
-    return keep

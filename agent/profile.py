@@ -29,28 +29,22 @@ from typing import Any, Literal
 
 from jinja2 import Template, TemplateError
 
-from agent.capabilities import DEFAULT_TEMPLATE, GGUF_TEMPLATE, Capabilities, match
+from agent import routing
+from agent.capabilities import DEFAULT_TEMPLATE, match
 from agent.dialect import Dialect, to_template_messages
-from agent.gguf import TOKEN_CONTROL, TOKEN_USER_DEFINED, GGUFInfo, read_gguf, token_type
+from agent.gguf import GGUFInfo, read_gguf
 from agent.history import Message
 from agent.jinja_env import compile_template
-from agent.markup import TOOL_CALL_OPEN
-from agent.parsing.formats import ENVELOPED, FORMAT_STOPS, format_of_markup
 from agent.parsing.select import ModelOutputParser, parser_for
 from agent.parsing.writers import WRITERS, write_call
 from agent.resources import template_path
-from agent.template_facts import SAMPLE_ARGUMENTS, SAMPLE_TOOL, TemplateFacts, template_facts
+from agent.routing import Adaptation
+from agent.template_facts import SAMPLE_ARGUMENTS, SAMPLE_TOOL, template_facts
 from agent.wire import canonical_to_wire
 from drivers.bundled import BUNDLED, ready_path
 
 ModelKind = Literal["gguf", "bundled", "scripted", "openai", "name"]
 # The call markup of each shipped template.
-_SHIPPED_FORMATS = {
-    "chatml": "hermes",
-    "llama3": "hermes",
-    "gemma": "hermes",
-    "harmony": "gpt_oss_harmony",
-}
 
 
 class TemplateRenderError(RuntimeError):
@@ -75,17 +69,6 @@ class ModelSource:
     bos_token: str = ""
     eos_token: str = ""
     gguf: GGUFInfo | None = field(default=None, compare=False, hash=False)
-
-
-@dataclass(frozen=True)
-class Adaptation:
-    """One way the prompt deviates from what the model's own template would print."""
-
-    what: str
-    why: str
-
-    def __str__(self) -> str:
-        return f"{self.what}: {self.why}"
 
 
 @dataclass(frozen=True)
@@ -345,9 +328,9 @@ def _resolve(src: ModelSource, forced: bool = False) -> ModelProfile:
     rule = match(src.name, src.architecture, src.general_name)
     own = src.chat_template
     own_facts = template_facts(own, src.bos_token, src.eos_token) if own else None
-    hint = _format_hint(rule, own, own_facts)
+    hint = routing.format_hint(rule, own, own_facts)
     adaptations: list[Adaptation] = []
-    shipped = None if forced else _shipped_choice(rule, own_facts, hint, adaptations)
+    shipped = None if forced else routing.shipped_choice(rule, own_facts, hint, adaptations)
     if shipped is None and own is not None and own_facts is not None:
         source, origin, facts = own, src.template_origin or "embedded", own_facts
     else:
@@ -355,17 +338,17 @@ def _resolve(src: ModelSource, forced: bool = False) -> ModelProfile:
         source = load_template(template_path(f"{shipped}.jinja"))
         origin = f"templates/{shipped}.jinja"
         facts = template_facts(source, src.bos_token, src.eos_token)
-    tool_format, dialect, why_text = _calls(rule, facts, hint, shipped)
+    tool_format, dialect, why_text = routing.calls(rule, facts, hint, shipped)
     if why_text:
         adaptations.append(Adaptation("calls as text", why_text))
     if shipped is None:
-        adaptations += _dialect_adaptations(dialect)
+        adaptations += routing.dialect_adaptations(dialect)
     # The model's own reasoning markers hold even where bosun renders for it.
-    reasoning = _reasoning(rule, own_facts if own_facts is not None else facts)
+    reasoning = routing.reasoning(rule, own_facts if own_facts is not None else facts)
     # Whose words teach and show the calls: bosun's (a shipped template, or calls it
     # writes itself) or the model's own template.
     bosun_text = shipped is not None or not dialect.native_calls
-    remap, remap_reason = _remap(src, tool_format, bosun_text=bosun_text)
+    remap, remap_reason = routing.remap(src.gguf, tool_format, bosun_text=bosun_text)
     if tool_format == "hermes":
         example = ""  # tools.jinja's own wording, bosun's canonical envelope
     elif dialect.native_calls:
@@ -385,7 +368,7 @@ def _resolve(src: ModelSource, forced: bool = False) -> ModelProfile:
         reasoning_preopened=reasoning is not None
         and facts.reasoning == reasoning
         and facts.preopens,
-        stop=_stops(rule, facts, tool_format, src.eos_token),
+        stop=routing.stops(rule, facts, tool_format, src.eos_token),
         wire_remap=remap,
         remap_reason=remap_reason,
         adaptations=tuple(adaptations),
@@ -393,154 +376,6 @@ def _resolve(src: ModelSource, forced: bool = False) -> ModelProfile:
         call_example=example,
         rule=rule.rule,
         source=src,
-    )
-
-
-def _format_hint(rule: Capabilities, own: str | None, facts: TemplateFacts | None) -> str | None:
-    """The format the model writes, where its template does not print calls: what the
-    rule says, else what the template's own tool instructions show (Granite 3.3's
-    system prompt names <|tool_call|>)."""
-    if rule.tool_format:
-        return rule.tool_format
-    if own is None or facts is None or facts.dialect.native_calls:
-        return None
-    return format_of_markup(own)
-
-
-def _shipped_choice(
-    rule: Capabilities, facts: TemplateFacts | None, hint: str | None, notes: list[Adaptation]
-) -> str | None:
-    """The shipped template to use instead of the model's own, or None for its own."""
-    named = rule.template if rule.template != GGUF_TEMPLATE else None
-    if rule.override and rule.template is not None:
-        if named is not None:
-            notes.append(Adaptation(f"shipped template {named}", f"rule {rule.rule} says so"))
-        return named
-    if facts is None:
-        why = "the model file has no chat template"
-        notes.append(Adaptation(f"shipped template {named or DEFAULT_TEMPLATE}", why))
-        return named or DEFAULT_TEMPLATE
-    if facts.tool_support:
-        return None
-    knows_tools = facts.dialect.native_tools or facts.dialect.native_results
-    if facts.usable and named is None and knows_tools and hint and hint in WRITERS:
-        return None  # its own template; bosun writes the calls in the model's format
-    stand_in = named or facts.style or (DEFAULT_TEMPLATE if facts.error else None)
-    if stand_in is None:
-        return None  # its own template, with bosun's tool fallbacks (named below)
-    why = (
-        f"the model's own template {facts.error}"
-        if facts.error
-        else "the model's own template has no tool support"
-    )
-    notes.append(Adaptation(f"shipped template {stand_in}", why))
-    return stand_in
-
-
-def _calls(
-    rule: Capabilities, facts: TemplateFacts, hint: str | None, shipped: str | None
-) -> tuple[str, Dialect, str]:
-    """(tool format, message shape, why calls are written as text or "")."""
-    dialect = facts.dialect
-    native = facts.tool_format if facts.tool_support else None
-    if (rule.override or shipped is not None) and rule.tool_format:
-        fmt = rule.tool_format
-    elif native is not None:
-        fmt = native
-    elif shipped is not None:
-        fmt = _SHIPPED_FORMATS.get(shipped, "hermes")
-    else:
-        fmt = hint or "hermes"
-    if dialect.native_calls and native == fmt:
-        return fmt, dialect, ""
-    if fmt not in WRITERS:
-        fmt = "hermes"  # what bosun shows and what it parses must be one format
-    if not dialect.native_calls:
-        if shipped is not None and fmt == _SHIPPED_FORMATS.get(shipped):
-            return fmt, dialect, ""
-        return (
-            fmt,
-            dialect,
-            (
-                "the template does not print tool_calls; bosun writes them in the "
-                f"model's {fmt} format"
-            ),
-        )
-    if native is None:
-        why = "bosun does not parse the template's own call markup; calls are written as " + fmt
-    else:
-        why = f"the template prints {native} calls but the model writes {fmt}"
-    return fmt, replace(dialect, native_calls=False), why
-
-
-def _reasoning(rule: Capabilities, facts: TemplateFacts) -> tuple[str, str] | None:
-    if rule.override and rule.think_markers is not None:
-        return rule.think_markers or None
-    if facts.reasoning is not None:
-        return facts.reasoning
-    return rule.think_markers or None
-
-
-def _stops(rule: Capabilities, facts: TemplateFacts, tool_format: str, eos: str) -> tuple[str, ...]:
-    if rule.stop is not None:
-        stops = list(rule.stop)
-    elif tool_format in FORMAT_STOPS:
-        return FORMAT_STOPS[tool_format]
-    else:
-        stops = [facts.end_of_turn] if facts.end_of_turn else []
-    if eos and eos not in stops and not eos.isalnum():
-        stops.append(eos)
-    return tuple(stops)
-
-
-def _dialect_adaptations(dialect: Dialect) -> list[Adaptation]:
-    """The deviations a message shape makes from the HF convention, with their reason."""
-    flags = (
-        (not dialect.native_tools, "tool block", "the template does not print `tools`"),
-        (
-            not dialect.native_results,
-            "results as user turns",
-            "the template does not print tool messages",
-        ),
-        (
-            not dialect.system_role,
-            "folded system",
-            "the template refuses a system role or shows it only in the last user turn",
-        ),
-        (dialect.short_ids, "short ids", "the template wants 9-character alphanumeric ids"),
-        (
-            dialect.arguments_as_string,
-            "string arguments",
-            "the template concatenates arguments as text",
-        ),
-        (dialect.single_call, "one call per message", "the template refuses two tool_calls"),
-        (
-            dialect.null_content,
-            "no content with calls",
-            "the template prints calls only when content is None",
-        ),
-        (
-            dialect.split_prose,
-            "prose apart from calls",
-            "the template drops the calls of a message that also has prose",
-        ),
-    )
-    return [Adaptation(what, why) for on, what, why in flags if on]
-
-
-def _remap(src: ModelSource, tool_format: str, *, bosun_text: bool) -> tuple[bool, str]:
-    """The tag remap applies only where bosun writes its own tool protocol and the
-    tokenizer holds `<tool_call>` as one reserved token: then bosun's instructions,
-    example and past calls would put that token where the model never saw it."""
-    if not bosun_text or tool_format not in ENVELOPED or src.gguf is None:
-        return False, ""
-    kind = token_type(src.gguf, TOOL_CALL_OPEN)
-    if kind not in (TOKEN_CONTROL, TOKEN_USER_DEFINED):
-        return False, ""
-    label = "control" if kind == TOKEN_CONTROL else "user-defined"
-    return True, (
-        f"{TOOL_CALL_OPEN} is one reserved ({label}) token in this vocabulary and bosun "
-        "writes its own tool instructions for this model"
     )
 
 

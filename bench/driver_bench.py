@@ -21,10 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent.grammar import tool_call_grammar
 from agent.history import Assistant, AssistantToolUse, System, ToolCall, ToolResult, User
 from agent.parsing import parse_tool_calls
-from agent.prompt import render, system_prompt
+from agent.profile import ModelProfile, profile_for
+from agent.prompt import system_prompt
 from agent.tools import default_registry
 from drivers.llama_cpp import open_llama
 
@@ -68,12 +68,12 @@ def table(title: str, header: list[str], rows: list[list[object]]) -> None:
         print("  ".join(str(x).ljust(w) for x, w in zip(row, widths, strict=True)))
 
 
-def bench_overhead(driver, max_tokens: int, repeats: int) -> None:
+def bench_overhead(driver, model: ModelProfile, max_tokens: int, repeats: int) -> None:
     llm = driver.llm
     raw_rates, bosun_rates = [], []
     for _ in range(repeats):
         for q in QUESTIONS:
-            prompt = render([System("You are a helpful assistant."), User(q)])
+            prompt = model.render([System("You are a helpful assistant."), User(q)])
             llm.reset()
             start, n = time.perf_counter(), 0
             for _part in llm.create_completion(
@@ -96,14 +96,14 @@ def bench_overhead(driver, max_tokens: int, repeats: int) -> None:
     )
 
 
-def session_once(driver, turns: int) -> list[tuple[int, int, float]]:
+def session_once(driver, model: ModelProfile, turns: int) -> list[tuple[int, int, float]]:
     """One 10-turn agent session from a cold cache: (prompt, cached, TTFT s) per turn."""
     tools = default_registry().specs()
     history = [System(system_prompt("/work/project")), User("Help me understand this project.")]
     out = []
     driver.llm.reset()
     for turn in range(1, turns + 1):
-        prompt = render(history, tools)
+        prompt = model.render(history, tools)
         start = time.perf_counter()
         first = None
         usage = None
@@ -130,8 +130,8 @@ def session_once(driver, turns: int) -> list[tuple[int, int, float]]:
     return out
 
 
-def bench_session(driver, turns: int, repeats: int) -> None:
-    runs = [session_once(driver, turns) for _ in range(repeats)]
+def bench_session(driver, model: ModelProfile, turns: int, repeats: int) -> None:
+    runs = [session_once(driver, model, turns) for _ in range(repeats)]
     rows = []
     for turn, per_run in enumerate(zip(*runs, strict=True), start=1):
         prompt, cached, _ = per_run[0]
@@ -149,21 +149,22 @@ def bench_session(driver, turns: int, repeats: int) -> None:
     print(f"TTFT turn {turns} / turn 2 = {t10 / t2:.2f} (target <= 1.3)")
 
 
-def bench_validity(driver, n_tasks: int) -> None:
+def bench_validity(driver, model: ModelProfile, n_tasks: int) -> None:
     registry = default_registry()
     specs = registry.specs()
-    grammar = tool_call_grammar(specs, require_call=True)
+    grammars = model.grammars(specs)
+    grammar = grammars[0] if grammars else None
     rows = []
     for mode in ("never", "always"):
         valid = answer = malformed = 0
         for task in TASKS[:n_tasks]:
-            prompt = render([System(system_prompt("/work/project")), User(task)], specs)
+            prompt = model.render([System(system_prompt("/work/project")), User(task)], specs)
             text = ""
             for chunk in driver.stream(
                 prompt, max_tokens=96, grammar=grammar if mode == "always" else None
             ):
                 text += chunk.text
-            parsed = parse_tool_calls(text, registry.names)
+            parsed = parse_tool_calls(text, registry.names, format=model.tool_format)
             good = [c for c in parsed.calls if registry.validate(c) is None]
             if good and not parsed.diagnostics:
                 valid += 1
@@ -188,11 +189,12 @@ def main() -> None:
     ap.add_argument("--session-repeats", type=int, default=3)
     ap.add_argument("--tasks", type=int, default=20)
     args = ap.parse_args()
+    model = profile_for(args.model)
     driver = open_llama(args.model)
-    print(f"model {driver.model}, n_ctx {driver.n_ctx}")
-    bench_overhead(driver, args.max_tokens, args.repeats)
-    bench_session(driver, args.turns, args.session_repeats)
-    bench_validity(driver, args.tasks)
+    print(f"model {driver.model}, n_ctx {driver.n_ctx}, template {model.template_origin}")
+    bench_overhead(driver, model, args.max_tokens, args.repeats)
+    bench_session(driver, model, args.turns, args.session_repeats)
+    bench_validity(driver, model, args.tasks)
     driver.close()
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent import jinja_env, prompt
+from agent import jinja_env, profile, prompt, template_facts
 from agent.dialect import to_template_messages
 from agent.history import (
     Assistant,
@@ -74,7 +74,17 @@ def make_history(turns: int) -> list[Message]:
 
 def clear_caches() -> None:
     jinja_env.compile_template.cache_clear()
-    prompt._dialect.cache_clear()
+    template_facts.template_facts.cache_clear()
+    profile._resolve.cache_clear()
+    profile._compiled.cache_clear()
+
+
+def profile_of(template: Path) -> profile.ModelProfile:
+    """A corpus template as a GGUF would embed it; a shipped one as given."""
+    source = template.read_text(encoding="utf-8")
+    if template.parent.name == "templates":
+        return prompt.profile_with("", template)
+    return profile.profile_for(template.stem, chat_template=source)
 
 
 def _timed(fn: Any, repeat: int) -> list[float]:
@@ -87,19 +97,21 @@ def _timed(fn: Any, repeat: int) -> list[float]:
 
 
 def bench(template: Path, history: list[Message], tools: list[Any], repeat: int) -> tuple:
-    """(first ms, median ms, p95 ms, template-only median ms, prompt length)."""
+    """(first ms, median ms, p95 ms, template-only median ms, prompt length).
+
+    "first" includes resolving the profile: probing the template once per process."""
     clear_caches()
     start = time.perf_counter()
-    text = prompt.render(history, tools, template=template)
+    model = profile_of(template)
+    text = model.render(history, tools)
     first = (time.perf_counter() - start) * 1000
-    times = _timed(lambda: prompt.render(history, tools, template=template), repeat)
+    times = _timed(lambda: model.render(history, tools), repeat)
     p95 = times[min(len(times) - 1, int(len(times) * 0.95))]
     # The template's own execution on prepared messages: what is left is bosun's share.
-    source = prompt.load_template(template)
-    dialect = prompt._dialect(source, "", "")
-    block = "" if dialect.native_tools else prompt.tool_block(tools)
-    messages = to_template_messages(history, dialect, block)
-    compiled = jinja_env.compile_template(source)
+    dialect = model.dialect
+    block = "" if dialect.native_tools else model.tool_block(tools)
+    messages = to_template_messages(history, dialect, block, model._writer)
+    compiled = jinja_env.compile_template(model.template)
     native = tools if dialect.native_tools else None
     raw = _timed(
         lambda: compiled.render(messages=messages, tools=native, add_generation_prompt=True),

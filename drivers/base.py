@@ -12,6 +12,19 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 
+def partial_suffix(text: str, markers: Sequence[str]) -> int:
+    """Length of the longest suffix of `text` that is a proper prefix of a marker: what a
+    streaming reader (a stop string in a driver, a tag in a parser) must hold back until
+    the next chunk settles it."""
+    keep = 0
+    for marker in markers:
+        for k in range(min(len(marker) - 1, len(text)), keep, -1):
+            if text.endswith(marker[:k]):
+                keep = k
+                break
+    return keep
+
+
 class DriverError(RuntimeError):
     """The backend failed (server down, model file unreadable): a harness-side error."""
 

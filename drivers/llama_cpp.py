@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from drivers.base import Chunk, DriverError, Usage, UsageError
+from drivers.base import Chunk, DriverError, Usage, UsageError, partial_suffix
 from drivers.bundled import resolve_model
 
 DEFAULT_CTX = 8192
@@ -86,15 +86,7 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _held_back(text: str, stops: Sequence[str]) -> int:
-    """Length of the longest suffix of `text` that could still grow into a stop string."""
-    keep = 0
-    for s in stops:
-        for k in range(min(len(s) - 1, len(text)), keep, -1):
-            if text.endswith(s[:k]):
-                keep = k
-                break
-    return keep
+_held_back = partial_suffix  # the stop strings a stream must not yet pass on
 
 
 class LlamaDriver:
