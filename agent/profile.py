@@ -21,6 +21,7 @@ reason, in `adaptations`. Nothing downstream re-derives any of this from a model
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -35,8 +36,8 @@ from agent.dialect import Dialect, to_template_messages
 from agent.gguf import GGUFInfo, read_gguf
 from agent.history import Message
 from agent.jinja_env import compile_template
-from agent.parsing.select import ModelOutputParser, parser_for
-from agent.parsing.writers import WRITERS, write_call
+from agent.parsing.select import ModelOutputParser, parser_for, tool_schemas
+from agent.parsing.shapes import SHAPES, write_call
 from agent.resources import template_path
 from agent.routing import Adaptation
 from agent.template_facts import SAMPLE_ARGUMENTS, SAMPLE_TOOL, template_facts
@@ -126,7 +127,9 @@ class ModelProfile:
 
     @property
     def _writer(self) -> Any:
-        return WRITERS.get(self.tool_format)
+        if self.tool_format == "hermes" or self.tool_format not in SHAPES:
+            return None  # bosun's canonical envelope (agent.dialect.envelope)
+        return functools.partial(write_call, self.tool_format)
 
     def render(
         self,
@@ -162,31 +165,35 @@ class ModelProfile:
     ) -> ModelOutputParser:
         """A stream parser for this model's raw output (`feed`/`finish` -> events).
 
-        `tools`: tool specs or names (None accepts any name). `prompt`: the prompt sent,
-        when known, so a reply that starts inside a reasoning block is read as one even
-        where the template opens it only sometimes. `salvage=False` is the evaluation's
-        no-salvage ablation.
+        `tools`: tool specs (they also type arguments a format carries as text) or names;
+        None accepts any name. `prompt`: the prompt that was sent, so a reply that starts
+        inside a reasoning block the prompt opened is read as reasoning; without it the
+        reply's own text decides (`agent.parsing.lead`). `salvage=False` is the
+        evaluation's no-salvage ablation.
         """
-        opened = self.reasoning_preopened
+        opened: bool | None = None
         if prompt is not None and self.reasoning is not None:
             opened = prompt.rstrip().endswith(self.reasoning[0])
+        specs = list(tools) if tools is not None else None
         return parser_for(
             self.tool_format,
-            _tool_names(tools),
+            _tool_names(specs),
             reasoning=self.reasoning,
-            opened=opened,
+            opened=opened if self.reasoning is not None else False,
             stop=self.stop,
             wire=self.wire_remap,
             salvage=salvage,
+            schemas=tool_schemas(specs),
         )
 
     def grammars(self, tools: Sequence[dict[str, Any]]) -> tuple[str, str, str] | None:
         """(first call, later call, answer only) GBNF grammars for --constrain, in this
-        model's own format; None where bosun has no grammar for the format."""
+        model's own call format; None where bosun has no shape for the format."""
         from agent.grammar import answer_grammar, tool_call_grammar
+        from agent.grammar_shapes import shape_grammars
 
         if self.tool_format != "hermes":
-            return None
+            return shape_grammars(self.tool_format, tools)
         open_, close = (
             ("[[CALL]]", "[[/CALL]]") if self.wire_remap else ("<tool_call>", "</tool_call>")
         )

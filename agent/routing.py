@@ -15,7 +15,7 @@ from agent.dialect import Dialect
 from agent.gguf import TOKEN_CONTROL, TOKEN_USER_DEFINED, GGUFInfo, token_type
 from agent.markup import TOOL_CALL_OPEN
 from agent.parsing.formats import ENVELOPED, FORMAT_STOPS, format_of_markup
-from agent.parsing.writers import WRITERS
+from agent.parsing.shapes import SHAPES
 from agent.template_facts import TemplateFacts
 
 # The call markup of each shipped template.
@@ -65,7 +65,7 @@ def shipped_choice(
     if facts.tool_support:
         return None
     knows_tools = facts.dialect.native_tools or facts.dialect.native_results
-    if facts.usable and named is None and knows_tools and hint and hint in WRITERS:
+    if facts.usable and named is None and knows_tools and hint and hint in SHAPES:
         return None  # its own template; bosun writes the calls in the model's format
     stand_in = named or facts.style or (DEFAULT_TEMPLATE if facts.error else None)
     if stand_in is None:
@@ -95,7 +95,7 @@ def calls(
         fmt = hint or "hermes"
     if dialect.native_calls and native == fmt:
         return fmt, dialect, ""
-    if fmt not in WRITERS:
+    if fmt not in SHAPES:
         fmt = "hermes"  # what bosun shows and what it parses must be one format
     if not dialect.native_calls:
         if shipped is not None and fmt == SHIPPED_FORMATS.get(shipped):

@@ -43,6 +43,11 @@ FORMATS: tuple[str, ...] = (
     "solar_open",  # <|tool_call:begin|>ID<|tool_call:name|>N<|tool_call:args|>{…}
     "hy3_xml",  # <tool_call:opensource>N<tool_sep:opensource><arg_key:opensource>K…
     "muse_atem",  # <atem:function_calls><atem:invoke name="N"><atem:parameter name="K">V
+    "phi4_mini",  # <|tool_call|>[{"name": …, "arguments": …}]<|/tool_call|>
+    "xlam",  # a bare JSON list of {"name": …, "arguments": …}
+    "hunyuan",  # <tool_calls>[{"name": …, "arguments": …}]</tool_calls>
+    "jamba",  # <tool_calls>[{"name": …, "arguments": …}]</tool_calls>
+    "internlm2",  # <|action_start|><|plugin|>{"name": …, "parameters": …}<|action_end|>
 )
 
 # Older or peer names for the same formats.
@@ -122,6 +127,30 @@ REASONING_PAIRS: tuple[tuple[str, str], ...] = (
     ("Here are my reasoning steps:", "[BEGIN FINAL RESPONSE]"),  # Apriel
     ("<|think|>", "<|end|>"),  # Solar Open
 )
+
+
+THINK_PAIR = ("<think>", "</think>")
+# The reasoning markers a format's models use where no template says otherwise (a parse
+# without a profile); the profile's own markers win.
+FORMAT_REASONING: dict[str, tuple[str, str] | None] = {
+    "seed_oss": ("<seed:think>", "</seed:think>"),
+    "hy3_xml": ("<think:opensource>", "</think:opensource>"),
+    "minimax_m3": ("<mm:think>", "</mm:think>"),
+    "mistral_v11": ("[THINK]", "[/THINK]"),
+    "command_r7b": ("<|START_THINKING|>", "<|END_THINKING|>"),
+    "gemma4": ("<|channel>thought", "<channel|>"),
+    "apertus": ("<|inner_prefix|>", "<|inner_suffix|>"),
+    "kimi_k3": ("<|open|>think<|sep|>", "<|close|>think<|sep|>"),
+    "apriel": ("Here are my reasoning steps:", "[BEGIN FINAL RESPONSE]"),
+    "solar_open": ("<|think|>", "<|end|>"),
+    "gpt_oss_harmony": None,
+    "mistral_json": None,
+    "functionary_v31": None,
+    "functionary_v32": None,
+    "firefunction_v2": None,
+    "llama3_json": None,
+    "pythonic": None,
+}
 
 
 def canonical_format(name: str) -> str:

@@ -7,8 +7,11 @@ reasoning, `final` and recipient-less `commentary` (a preamble) become text, and
 message with a recipient becomes one tool call, handed on as data.
 
 Decisions the format does not make for us:
-- A call exists only once `<|call|>` closes it; cut off or closed by anything else it
-  is a diagnostic, so `finish()` never yields a call.
+- A call is closed by `<|call|>` (or `<|end|>`, which separates parallel calls in some
+  renderings). Generation usually stops on `<|call|>` itself, so a body the text leaves
+  open with complete JSON is a call too, reported by `finish()` (the runtime runs such a
+  call only when no token limit cut the reply); closed by anything else, or cut off
+  inside its JSON, it is a diagnostic.
 - A call body is scanned JSON-string-aware: `{"s": "<|call|>"}` is an argument.
 - The prompt ends with `<|start|>assistant`, so a completion may start inside a header
   (" to=functions.x<|channel|>…") or inside a body. Text before the first marker is a
@@ -349,7 +352,7 @@ class HarmonyStreamParser:
         name, body = self._name(), "".join(self._body)
         self._body = []
         arguments, why = decode_arguments(body)
-        if mk != CALL:
+        if mk not in (CALL, END):  # <|end|> separates parallel calls in some renderings
             why = f"it ended with {mk}, not <|call|>"
         elif not self._header.recipient.startswith(FUNCTIONS) or not name:
             why = "tools are called as functions.NAME"
@@ -362,13 +365,24 @@ class HarmonyStreamParser:
         self._out.append(Event("tool_call", call=ToolCall(f"call_{self._calls}", name, arguments)))
 
     def _cut_off_call(self) -> None:
-        """The completion ended inside a call body: report it, never run it."""
+        """The completion ended inside a call body. Generation stops on <|call|> itself
+        (a stop token the text does not show), so a body whose JSON is complete is a
+        call; it comes from finish(), which tells the runtime it may have been cut off by
+        a token limit (then it is not run). An incomplete body is reported."""
+        body = "".join(self._body)
+        arguments, _ = decode_arguments(body)
+        name = self._name()
+        if arguments is not None and self._header.recipient.startswith(FUNCTIONS) and name:
+            self._calls += 1
+            call = ToolCall(f"call_{self._calls}", name, arguments)
+            self._out.append(Event("tool_call", call=call))
+            return
         why = (
             "its JSON has an unterminated string before <|call|>"
-            if CALL in "".join(self._body)
+            if CALL in body
             else "it was cut off before <|call|>"
         )
-        self._diagnose(f"your tool call '{self._name()}' was not run: {why}")
+        self._diagnose(f"your tool call '{name}' was not run: {why}")
 
     def _name(self) -> str:
         r = self._header.recipient

@@ -12,10 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from agent.markup import partial_suffix
-from agent.parsing.base import Event, ParseResult
-from agent.parsing.formats import FORMAT_STOPS, canonical_format
-from agent.parsing.stream import THINK_OPEN, GenericStreamParser
+from agent.markup import TOOL_CALL_OPEN, partial_suffix
+from agent.parsing.base import Event, ParseResult, coalesce, result_from_events
+from agent.parsing.formats import FORMAT_REASONING, FORMAT_STOPS, THINK_PAIR, canonical_format
+from agent.parsing.lead import ReasoningLead
+from agent.parsing.native import NativeStreamParser, Schemas
+from agent.parsing.native_formats import NATIVE
+from agent.parsing.stream import GenericStreamParser
 from agent.parsing.stream import parse_tool_calls as _parse_generic
 from agent.wire import WireDecoder
 
@@ -74,20 +77,32 @@ def parser_for(
     tool_names: Iterable[str] | None = None,
     *,
     reasoning: tuple[str, str] | None = None,
-    opened: bool = False,
+    opened: bool | None = False,
     stop: Sequence[str] = (),
     wire: bool = False,
     salvage: bool = True,
+    schemas: Schemas | None = None,
 ) -> ModelOutputParser:
-    """The parser for `tool_format` (a FORMATS name or alias), wrapped for raw output."""
+    """The parser for `tool_format` (a FORMATS name or alias), wrapped for raw output.
+
+    `opened`: whether the prompt left a reasoning block open (None: not known, so the
+    reply's own text decides). `schemas`: tool name -> parameters schema, to type the
+    arguments of formats that carry them as text."""
     fmt = canonical_format(tool_format)
+    names = None if tool_names is None else list(tool_names)
+    inner: Any
+    openers: tuple[str, ...] = (TOOL_CALL_OPEN,)
     if fmt == "gpt_oss_harmony":
         from agent.parsing.harmony import HarmonyStreamParser
 
-        inner: object = HarmonyStreamParser(tool_names)
+        inner = HarmonyStreamParser(names)
+    elif fmt in NATIVE:
+        inner = NativeStreamParser(NATIVE[fmt], names, schemas=schemas, reasoning=reasoning)
+        openers = tuple(r.opener for r in NATIVE[fmt].regions if r.opener)
     else:
-        think_open = opened and reasoning is not None and reasoning[0] == THINK_OPEN
-        inner = GenericStreamParser(tool_names, think_open=think_open, salvage_bare_json=salvage)
+        inner = GenericStreamParser(names, salvage_bare_json=salvage)
+    if reasoning is not None and opened is not False and fmt != "gpt_oss_harmony":
+        inner = ReasoningLead(inner, reasoning, openers, "open" if opened else "maybe")
     return ModelOutputParser(inner, stop, fmt in FORMAT_STOPS, wire)
 
 
@@ -102,19 +117,37 @@ def parse_tool_calls(
     """Prose, reasoning, tool calls and diagnostics of one completion in `format` (a
     FORMATS name or alias). Never raises on model text.
 
-    `tools` (OpenAI-style specs) name the tools when `tool_names` is not given.
-    Envelope first; salvage only when the envelope found no call. The same answer as the
-    format's stream parser on any chunking of `text`, because it is that parser.
+    `tools` (OpenAI-style specs) name the tools when `tool_names` is not given, and type
+    the arguments of formats that carry them as text. `think_open`: the prompt opened a
+    reasoning block (for formats other than Hermes, left False, the text decides). The
+    same answer as the format's stream parser on any chunking of `text`, because it is
+    that parser.
     """
+    schemas = tool_schemas(tools)
     if tool_names is None and tools is not None:
-        tool_names = [
-            str(spec.get("function", spec).get("name", ""))
-            for spec in tools
-            if isinstance(spec, dict)
-        ]
+        tool_names = list(schemas)
     fmt = canonical_format(format)
-    if fmt == "gpt_oss_harmony":
-        from agent.parsing.harmony import parse_harmony
+    if fmt == "hermes":
+        return _parse_generic(text, tool_names, think_open=think_open)
+    parser = parser_for(
+        fmt,
+        tool_names,
+        reasoning=FORMAT_REASONING.get(fmt, THINK_PAIR),
+        opened=True if think_open else None,
+        schemas=schemas,
+    )
+    fed = parser.feed(text)
+    finished = parser.finish()
+    unclosed = [e.call.id for e in finished if e.call is not None and not e.call.salvaged]
+    return result_from_events(coalesce(fed + finished), unclosed)
 
-        return parse_harmony(text, tool_names)
-    return _parse_generic(text, tool_names, think_open=think_open)
+
+def tool_schemas(tools: Iterable[Any] | None) -> dict[str, dict[str, Any]]:
+    """Tool name -> its parameters schema, from OpenAI-style specs (others ignored)."""
+    out: dict[str, dict[str, Any]] = {}
+    for spec in tools or ():
+        fn = spec.get("function", spec) if isinstance(spec, dict) else None
+        if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+            params = fn.get("parameters")
+            out[fn["name"]] = params if isinstance(params, dict) else {}
+    return out

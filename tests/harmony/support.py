@@ -29,7 +29,8 @@ def stream(chunks: Sequence[str]) -> tuple[list[Event], list[Event]]:
 
 
 def comparable(chunks: Sequence[str]) -> tuple[list[Event], list[str]]:
-    """Merged events, and the ids of calls finish() reported (there must be none)."""
+    """Merged events, and the ids of calls finish() reported (the one a stop token
+    ended, which the text does not show)."""
     fed, finished = stream(chunks)
     return coalesce(fed + finished), [e.call.id for e in finished if e.call is not None]
 

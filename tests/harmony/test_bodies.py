@@ -59,10 +59,18 @@ def test_double_encoded_arguments_are_accepted() -> None:
     assert r.calls == [ToolCall("call_1", "ls", {"path": "a.txt"})]
 
 
-@pytest.mark.parametrize("closer", ["<|end|>", "<|return|>", "<|start|>assistant", "<|channel|>"])
-def test_a_call_closed_by_anything_but_call_is_not_run(closer: str) -> None:
+@pytest.mark.parametrize("closer", ["<|return|>", "<|start|>assistant", "<|channel|>"])
+def test_a_call_closed_by_anything_but_call_or_end_is_not_run(closer: str) -> None:
     r = parse_harmony(f'<|channel|>commentary to=functions.ls json<|message|>{{"a": 1}}{closer}')
     assert r.calls == [] and len(r.diagnostics) == 1
+
+
+def test_parallel_calls_separated_by_end_are_all_run() -> None:
+    """Some renderings separate parallel calls with <|end|>: none of them is lost."""
+    call = '<|start|>assistant to=functions.ls<|channel|>commentary json<|message|>{{"a": {}}}'
+    r = parse_harmony(call.format(1) + "<|end|>" + call.format(2))
+    assert r.calls == [ToolCall("call_1", "ls", {"a": 1}), ToolCall("call_2", "ls", {"a": 2})]
+    assert r.diagnostics == []
 
 
 def test_a_stray_quote_hides_call_and_says_so() -> None:

@@ -1,4 +1,8 @@
-"""A completion cut at any byte: never a call unless <|call|> closed it, never twice."""
+"""A completion cut at any byte: a call only when its JSON is whole, never twice.
+
+Generation stops on <|call|> (a stop token the text does not show), so a body left open
+with complete JSON is a call, reported by finish(); the runtime runs such a call only
+when no token limit cut the reply (tests/test_runtime.py)."""
 
 from __future__ import annotations
 
@@ -9,15 +13,20 @@ from tests.harmony.support import REALISTIC, REALISTIC_ARGS, comparable, stream
 FULL_CALL = [ToolCall("call_1", "read_file", REALISTIC_ARGS)]
 
 
-def test_truncation_at_every_byte_is_never_a_call() -> None:
+def test_truncation_at_every_byte_is_never_a_partial_call() -> None:
     body_at = REALISTIC.rindex("<|message|>") + len("<|message|>")
+    body_end = REALISTIC.rindex("<|call|>")
     for k in range(len(REALISTIC)):
         prefix = REALISTIC[:k]
         fed, finished = stream([prefix])
-        calls = [e.call for e in fed + finished if e.kind == "tool_call"]
-        assert calls == [], k
-        if k >= body_at:  # inside the call body: the cut is reported, not swallowed
-            assert [e.kind for e in finished] == ["diagnostic"], k
+        assert [e for e in fed if e.kind == "tool_call"] == [], k
+        calls = [e.call for e in finished if e.kind == "tool_call"]
+        if body_at <= k < body_end:  # inside the JSON: the cut is reported, never run
+            assert calls == [] and [e.kind for e in finished] == ["diagnostic"], k
+        elif k == body_end:  # the whole JSON, stopped where <|call|> would be
+            assert calls == FULL_CALL, k
+        elif k > body_end:  # a cut inside the <|call|> marker itself: never a wrong call
+            assert calls in ([], FULL_CALL), k
     assert parse_harmony(REALISTIC).calls == FULL_CALL
 
 
@@ -27,7 +36,7 @@ def test_truncated_streams_match_their_one_shot_parse() -> None:
         assert comparable(list(prefix)) == comparable([prefix]), k
 
 
-def test_finish_never_yields_a_call_or_repeats_text() -> None:
+def test_finish_never_repeats_a_call_or_text() -> None:
     fed, finished = stream(list(REALISTIC))
     assert [e.kind for e in finished] == []
     assert [e.call for e in fed if e.kind == "tool_call"] == FULL_CALL
@@ -45,14 +54,13 @@ def test_a_cut_after_the_inner_call_marker_is_not_a_call() -> None:
     assert r.calls == [] and len(r.diagnostics) == 1
 
 
-def test_a_call_the_driver_stopped_on_needs_its_call_marker_fed_back() -> None:
+def test_a_call_the_driver_stopped_on_is_read_with_or_without_its_marker() -> None:
     """llama.cpp ends gpt-oss generation at <|call|> (an end-of-generation token) and
-    drivers strip stop strings, so the text stops short of it; only the runtime, told
-    which token stopped the stream, can feed it back. Without it: a diagnostic."""
+    drivers strip stop strings, so the text stops short of it. Fed back, the marker
+    closes the call at once; not fed, finish() reports the same call."""
     stopped = REALISTIC.removesuffix("<|call|>")
     fed, finished = stream([stopped])
-    assert [e.kind for e in fed + finished if e.kind in ("tool_call", "diagnostic")] == [
-        "diagnostic"
-    ]
+    assert [e.call for e in finished if e.kind == "tool_call"] == FULL_CALL
+    assert [e.kind for e in fed + finished if e.kind == "diagnostic"] == []
     fed, finished = stream([stopped, "<|call|>"])
     assert [e.call for e in fed if e.kind == "tool_call"] == FULL_CALL and finished == []

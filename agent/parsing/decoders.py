@@ -1,0 +1,281 @@
+"""Call bodies whose arguments are JSON: one reader per shape, each total on any text.
+
+Every decoder takes a region's body, whether its region closed, and the tools' schemas,
+and returns items in order: (name, arguments) calls, diagnostics (a sentence the runtime
+sends back to the model) or `Prose` (the region was not a call after all). None raises.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from agent.parsing.envelope import call_fields, decode_json
+from agent.parsing.native import Item, Prose, Schemas
+from agent.parsing.salvage import decode_arguments
+
+_WS = re.compile(r"\s*")
+_NAME = re.compile(r"[A-Za-z_][\w.\-:/]*")
+
+
+def why(exc: json.JSONDecodeError) -> str:
+    return f"{exc.msg} (line {exc.lineno} column {exc.colno})"
+
+
+def json_values(text: str) -> tuple[list[Any], str]:
+    """Every JSON value in `text`, one after another (separated by whitespace, commas or
+    semicolons), and the text left after the last one ("" when all of it was JSON)."""
+    decoder = json.JSONDecoder(strict=False)
+    values: list[Any] = []
+    i, n = 0, len(text)
+    while i < n:
+        i = _WS.match(text, i).end()  # type: ignore[union-attr]
+        if i < n and values and text[i] in ",;":
+            i += 1
+            continue
+        if i >= n:
+            break
+        try:
+            value, i = decoder.raw_decode(text, i)
+        except json.JSONDecodeError:
+            return values, text[i:]
+        values.append(value)
+    return values, ""
+
+
+def _flatten(values: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    for v in values:
+        out.extend(v if isinstance(v, list) else [v])
+    return out
+
+
+def unfence(text: str) -> str:
+    """The content of a ```json fence, if `text` is one; else `text`."""
+    s = text.strip()
+    if not s.startswith(("```", "~~~")):
+        return text
+    nl = s.find("\n")
+    inner = s[nl + 1 :] if nl >= 0 else ""
+    inner = inner.rstrip()
+    return inner[:-3] if inner.endswith(("```", "~~~")) else inner
+
+
+def json_calls(body: str, closed: bool, _schemas: Schemas | None = None) -> list[Item]:
+    """One JSON object or a list of them, `{"name", "arguments"|"parameters"|"input"}`
+    (also OpenAI's `{"function": {...}}`), as Hermes, Nemotron, Apriel, Granite, …"""
+    return decode_json(unfence(body), closed)
+
+
+def json_lines(body: str, closed: bool, _schemas: Schemas | None = None) -> list[Item]:
+    """Several objects one after another (MiniMax-M1 writes one per line)."""
+    values, rest = json_values(unfence(body))
+    if rest.strip() or not values:
+        return decode_json(unfence(body), closed)
+    return [call_fields(v) for v in _flatten(values)]
+
+
+def keyed_calls(name_key: str, args_key: str) -> Any:
+    """A list of objects naming the tool under `name_key` (Command R's "tool_name")."""
+
+    def decode(body: str, closed: bool, _schemas: Schemas | None = None) -> list[Item]:
+        values, rest = json_values(unfence(body))
+        if not values:
+            return decode_json(unfence(body), closed)
+        items: list[Item] = []
+        for v in _flatten(values):
+            if isinstance(v, dict) and name_key in v:
+                v = {"name": v.get(name_key), "arguments": v.get(args_key, {})}
+            items.append(call_fields(v))
+        return items + ([Prose(rest)] if rest.strip() else [])
+
+    return decode
+
+
+def name_keyed(body: str, closed: bool, _schemas: Schemas | None = None) -> list[Item]:
+    """Apertus: `[{"NAME": {arguments}}, …]`."""
+    values, _ = json_values(body)
+    if not values:
+        return decode_json(body, closed)
+    items: list[Item] = []
+    for v in _flatten(values):
+        if isinstance(v, dict) and len(v) == 1:
+            ((name, args),) = v.items()
+            decoded = decode_arguments(args)
+            if isinstance(name, str) and decoded is not None:
+                items.append((name, decoded))
+                continue
+        items.append(call_fields(v))
+    return items
+
+
+def bare_json(body: str, closed: bool, _schemas: Schemas | None = None) -> list[Item]:
+    """A reply that may be a call written as bare JSON (Llama 3.x, xLAM): calls only when
+    all of it reads as calls, else it was prose after all."""
+    text = body.removeprefix("<|python_tag|>")
+    values, rest = json_values(unfence(text))
+    values = _flatten(values)
+    if not values or rest.strip():
+        return [Prose(body)] if not body.startswith("<|python_tag|>") else decode_json(text, closed)
+    items = [call_fields(v) for v in values]
+    if any(isinstance(it, str) for it in items) and not body.startswith("<|python_tag|>"):
+        return [Prose(body)]
+    return items
+
+
+def _args(text: str, name: str, closed: bool) -> Item:
+    """The JSON arguments of a call whose name was written outside them."""
+    text = unfence(text).strip()
+    if not text:
+        return (name, {})
+    try:
+        value = json.loads(text, strict=False)
+    except json.JSONDecodeError as exc:
+        if not closed:
+            return f"your call to {name} was cut off before its arguments ended; it was not run"
+        return f"the arguments of your call to {name} are not valid JSON: {why(exc)}"
+    args = decode_arguments(value)
+    if args is None:
+        return f"the arguments of your call to {name} are not a JSON object"
+    return (name, args)
+
+
+def split_calls(body: str, begin: str, end: str | None, read: Any, closed: bool) -> list[Item]:
+    """Calls marked `begin … end` inside a section; `read(text, closed)` reads one."""
+    items: list[Item] = []
+    parts = body.split(begin)
+    for k, part in enumerate(parts[1:], start=1):
+        last = k == len(parts) - 1
+        if end is not None and end in part:
+            items.append(read(part[: part.index(end)], True))
+        else:
+            items.append(read(part, closed and (end is None or not last)))
+    if len(parts) == 1 and parts[0].strip():
+        items.append(read(parts[0], closed))
+    return items
+
+
+def deepseek_v3(body: str, closed: bool, _schemas: Schemas | None = None) -> list[Item]:
+    """R1 / V3: `<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME` then the arguments in a
+    ```json fence, then `<｜tool▁call▁end｜>`."""
+
+    def read(text: str, ok: bool) -> Item:
+        _, sep, rest = text.partition("<｜tool▁sep｜>")
+        if not sep:
+            return "your tool call has no <｜tool▁sep｜> between its type and its name"
+        name, _, args = rest.partition("\n")
+        return _args(args, name.strip(), ok)
+
+    return split_calls(body, "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", read, closed)
+
+
+def deepseek_v31(body: str, closed: bool, _schemas: Schemas | None = None) -> list[Item]:
+    """V3.1: `<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{…}<｜tool▁call▁end｜>`."""
+
+    def read(text: str, ok: bool) -> Item:
+        name, sep, args = text.partition("<｜tool▁sep｜>")
+        if not sep:
+            return "your tool call has no <｜tool▁sep｜> between its name and its arguments"
+        name = name.strip().removeprefix("function").strip() or name.strip()
+        return _args(args, name, ok)
+
+    return split_calls(body, "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", read, closed)
+
+
+def kimi_k2(body: str, closed: bool, _schemas: Schemas | None = None) -> list[Item]:
+    """`<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}<|tool_call_end|>`."""
+
+    def read(text: str, ok: bool) -> Item:
+        head, sep, args = text.partition("<|tool_call_argument_begin|>")
+        if not sep:
+            return "your tool call has no <|tool_call_argument_begin|>"
+        name = head.strip().removeprefix("functions.")
+        name = name.rsplit(":", 1)[0] if ":" in name else name
+        return _args(args, name, ok)
+
+    return split_calls(body, "<|tool_call_begin|>", "<|tool_call_end|>", read, closed)
+
+
+def solar_open(body: str, closed: bool, _schemas: Schemas | None = None) -> list[Item]:
+    """`<|tool_call:begin|>ID<|tool_call:name|>NAME<|tool_call:args|>{…}<|tool_call:end|>`."""
+
+    def read(text: str, ok: bool) -> Item:
+        _, _, rest = text.partition("<|tool_call:name|>")
+        name, sep, args = rest.partition("<|tool_call:args|>")
+        if not sep:
+            return "your tool call has no <|tool_call:name|>…<|tool_call:args|>"
+        return _args(args, name.strip(), ok)
+
+    return split_calls(body, "<|tool_call:begin|>", "<|tool_call:end|>", read, closed)
+
+
+def mistral_v11(body: str, closed: bool, _schemas: Schemas | None = None) -> list[Item]:
+    """`NAME[ARGS]{…}` after each [TOOL_CALLS] (Mistral Small 3.2 puts `[CALL_ID]id`
+    before [ARGS]); the body runs to the end of the reply."""
+    items: list[Item] = []
+    for part in body.split("[TOOL_CALLS]"):
+        if not part.strip():
+            continue
+        head, sep, args = part.partition("[ARGS]")
+        if not sep:  # the older JSON-list form after the same marker
+            items += keyed_list(part, closed)
+            continue
+        name = head.split("[CALL_ID]", 1)[0].strip()
+        values, rest = json_values(args)
+        if not values:
+            items.append(_args(args, name, closed))
+            continue
+        decoded = decode_arguments(values[0])
+        items.append(
+            (name, decoded)
+            if decoded is not None
+            else f"the arguments of your call to {name} are not a JSON object"
+        )
+        tail = args[len(args) - len(rest) :] if rest else ""
+        if tail.strip():
+            items.append(Prose(tail))
+    return items
+
+
+def keyed_list(body: str, closed: bool, _schemas: Schemas | None = None) -> list[Item]:
+    """A JSON list of calls, and any prose after it (Mistral's JSON form, firefunction)."""
+    values, rest = json_values(unfence(body))
+    if not values:
+        return decode_json(body, closed)
+    items: list[Item] = [call_fields(v) for v in _flatten(values)]
+    return items + ([Prose(rest)] if rest.strip() else [])
+
+
+def functionary_v31(body: str, closed: bool, _schemas: Schemas | None = None) -> list[Item]:
+    """`<function=NAME>{…}</function>` (the opener is kept in the body)."""
+    m = re.match(r"<function=([^>]*)>", body)
+    if m is None:
+        return ["your tool call has no <function=NAME> tag"]
+    inner = body[m.end() :].removesuffix("</function>")
+    return [_args(inner, m.group(1).strip(), closed)]
+
+
+def functionary_v32(body: str, closed: bool, _schemas: Schemas | None = None) -> list[Item]:
+    """The whole reply: segments `RECIPIENT\\nBODY` separated by `>>>`; the recipient
+    `all` is text to the user, any other names a tool and its body is JSON."""
+    items: list[Item] = []
+    for k, part in enumerate(body.split(">>>")):
+        if not part.strip() and k == 0:
+            continue
+        recipient, nl, rest = part.partition("\n")
+        recipient = recipient.strip()
+        if not nl and k == 0 and not _NAME.fullmatch(recipient):
+            items.append(Prose(part))
+        elif recipient == "all":
+            items.append(Prose(rest))
+        elif _NAME.fullmatch(recipient):
+            items.append(_args(rest, recipient, closed))
+        else:
+            items.append(Prose(part))
+    return items
+
+
+def gigachat3(body: str, closed: bool, _schemas: Schemas | None = None) -> list[Item]:
+    """One `{"name", "arguments"}` object after GigaChat's function-call header."""
+    return decode_json(body.strip(), closed)
