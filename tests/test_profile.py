@@ -113,6 +113,7 @@ def test_harmony_reads_its_call_token_fed_or_not() -> None:
         return [e.call.name for e in out if e.call is not None]
 
     assert calls([call, "<|call|>"]) == calls([call + "<|call|>"]) == ["read_file"]
+    assert calls([call]) == ["read_file"]  # the driver stopped on it and swallowed it
 
 
 def _gguf(tmp_path: Path, template: str) -> Path:

@@ -124,16 +124,20 @@ def bare_json(body: str, closed: bool, _schemas: Schemas | None = None) -> list[
     return items
 
 
+def _cut(name: str) -> str:
+    return f"your call to {name} was cut off before its arguments ended; it was not run"
+
+
 def _args(text: str, name: str, closed: bool) -> Item:
     """The JSON arguments of a call whose name was written outside them."""
     text = unfence(text).strip()
-    if not text:
-        return (name, {})
+    if not text:  # nothing yet: only a closed call may have left its arguments out
+        return (name, {}) if closed else _cut(name)
     try:
         value = json.loads(text, strict=False)
     except json.JSONDecodeError as exc:
         if not closed:
-            return f"your call to {name} was cut off before its arguments ended; it was not run"
+            return _cut(name)
         return f"the arguments of your call to {name} are not valid JSON: {why(exc)}"
     args = decode_arguments(value)
     if args is None:
@@ -276,6 +280,13 @@ def functionary_v32(body: str, closed: bool, _schemas: Schemas | None = None) ->
     return items
 
 
+_GIGACHAT_HEADERS = re.compile(r"<\|message_sep\|>|function call<\|role_sep\|>|<\|function_call\|>")
+
+
 def gigachat3(body: str, closed: bool, _schemas: Schemas | None = None) -> list[Item]:
-    """One `{"name", "arguments"}` object after GigaChat's function-call header."""
-    return decode_json(body.strip(), closed)
+    """`{"name", "arguments"}` objects after GigaChat's function-call headers."""
+    text = _GIGACHAT_HEADERS.sub(" ", body)
+    values, rest = json_values(text)
+    if not values or rest.strip():
+        return decode_json(text.strip(), closed)
+    return [call_fields(v) for v in _flatten(values)]

@@ -117,7 +117,7 @@ def glm45(body: str, closed: bool, schemas: Schemas) -> list[Item]:
     name = name.strip()
     if not name:
         return ["your tool call has no function name before its <arg_key> tags"]
-    if not closed and body.count("<arg_value>") > body.count("</arg_value>"):
+    if not closed:  # GLM writes </tool_call> itself: without it the call was cut off
         return [_cut_off(name)]
     pairs = [(m.group(1).strip(), m.group(2)) for m in _GLM_PAIR.finditer(body)]
     return [(name, typed_arguments(name, pairs, schemas))]

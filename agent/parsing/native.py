@@ -259,7 +259,9 @@ class NativeStreamParser:
             body += self._buf
             self._buf = ""
         try:
-            items = region.decode(body, closed or region.closer is None, self._schemas)
+            # A region that runs to the end of the reply never closes: only a body that
+            # is complete in itself (whole JSON, closed tags) gives calls.
+            items = region.decode(body, closed and region.closer is not None, self._schemas)
         except Exception as exc:  # a decoder bug must not end the run: say so instead
             items = [f"bosun could not read this {self.fmt.name} tool call ({exc})"]
         for item in items:

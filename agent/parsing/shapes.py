@@ -177,7 +177,7 @@ SHAPES: dict[str, Shape] = {
         alt_heads=("function call<|role_sep|>\n" + _NAMED, "<|function_call|>" + _NAMED),
     ),
     "functionary_v31": _obj("<function={name}>", "</function>"),
-    "functionary_v32": _obj("{name}\n", ""),
+    "functionary_v32": _obj("{name}\n", "", join=">>>"),
     "firefunction_v2": _obj(_NAMED, "}", section=(" functools[", "]"), join=", "),
     "minicpm5_xml": Shape(
         '<function name="{name}">', "kv", "</function>", '<param name="{key}">', "</param>"

@@ -112,3 +112,29 @@ def test_never_raises_on_any_text(fmt: str) -> None:
         parse_tool_calls(text, format=fmt, think_open=True)
 
     check()
+
+
+@pytest.mark.parametrize("fmt", WRITTEN)
+def test_a_cut_off_call_is_never_a_different_call(fmt: str) -> None:
+    """Every prefix of a written call: no call, or the whole call (the reply stopped
+    where the call ended); never a call with part of its arguments."""
+    args = {"path": "src/a b.py", "count": 12, "flag": True, "tags": ["x", "y"]}
+    tools = _tools("read_file", args)
+    text = write_call(fmt, "read_file", args)
+    assert text is not None
+    for k in range(len(text)):
+        calls = parse_tool_calls(text[:k], format=fmt, tools=tools).calls
+        assert calls == [] or [(c.name, c.arguments) for c in calls] == [("read_file", args)], (
+            text[:k]
+        )
+
+
+@pytest.mark.parametrize("fmt", WRITTEN)
+def test_several_written_calls_parse_back_in_order(fmt: str) -> None:
+    from agent.parsing.shapes import write_calls
+
+    calls = [("read_file", {"path": "a.txt"}), ("grep", {"pattern": "TODO", "limit": 5})]
+    text = write_calls(fmt, calls)
+    schemas = [*_tools("read_file", calls[0][1]), *_tools("grep", calls[1][1])]
+    result = parse_tool_calls(text or "", format=fmt, tools=schemas)
+    assert [(c.name, c.arguments) for c in result.calls] == calls, text
