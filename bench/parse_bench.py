@@ -21,7 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent.parsing import GenericStreamParser, parse_tool_calls
+from agent.parsing import GenericStreamParser, parse_tool_calls, parser_for
+from agent.parsing.formats import FORMAT_REASONING, THINK_PAIR
+from agent.parsing.shapes import SHAPES, write_call
 
 CHARS_PER_TOKEN = 4
 _WORDS = [
@@ -116,6 +118,56 @@ def reparse(chunks: list[str]) -> int:
     return n
 
 
+def format_completion(fmt: str, tokens: int, seed: int) -> str:
+    """About `tokens` tokens as a model of `fmt` writes them: reasoning in its markers,
+    prose, code, and calls in its own markup whose arguments carry file contents."""
+    rng = random.Random(seed)
+    pair = FORMAT_REASONING.get(fmt, THINK_PAIR) or THINK_PAIR
+    parts = [pair[0] + _prose(rng, 40) + pair[1] + "\n\n"]
+    size = len(parts[0])
+    while size < tokens * CHARS_PER_TOKEN:
+        kind = rng.random()
+        if kind < 0.5:
+            piece = _prose(rng, 60)
+        elif kind < 0.8:
+            piece = _code(rng, 8)
+        else:
+            args = {"path": f"src/{rng.choice(_WORDS)}.py", "content": _code(rng, 6)}
+            piece = (write_call(fmt, "write_file", args) or "") + "\n"
+        parts.append(piece)
+        size += len(piece)
+    return "".join(parts)
+
+
+def stream_format(fmt: str, chunks: list[str]) -> int:
+    parser = parser_for(fmt, reasoning=FORMAT_REASONING.get(fmt, THINK_PAIR), opened=False)
+    n = 0
+    for c in chunks:
+        n += len(parser.feed(c))
+    return n + len(parser.finish())
+
+
+def format_table(repeat: int, clock: Callable[[], float]) -> None:
+    """Per format: MB/s on 2k-token completions and on their 64k concatenation, and the
+    per-token cost ratio (linear means about 1)."""
+    print(f"\n{'format':<18} {'2k MB/s':>8} {'64k MB/s':>9} {'64k/2k per token':>17}")
+    print(f"{'-' * 18} {'-' * 8} {'-' * 9} {'-' * 17}")
+    worst = 0.0
+    for fmt in sorted(SHAPES):
+        short = [format_completion(fmt, 2_048, seed) for seed in range(32)]
+        short_chunks = [chunks_of(t) for t in short]
+        long_chunks = chunks_of("".join(short))
+        t_short = best_of(
+            lambda f=fmt, cs=short_chunks: [stream_format(f, c) for c in cs], repeat, clock
+        )
+        t_long = best_of(lambda f=fmt, cs=long_chunks: stream_format(f, cs), repeat, clock)
+        size = sum(map(len, short))
+        ratio = (t_long / len(long_chunks)) / (t_short / sum(map(len, short_chunks)))
+        worst = max(worst, ratio)
+        print(f"{fmt:<18} {size / t_short / 1e6:>8.2f} {size / t_long / 1e6:>9.2f} {ratio:>16.2f}x")
+    print(f"worst per-token ratio {worst:.2f}x (target <= 1.2)")
+
+
 CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.process_time}
 
 
@@ -134,9 +186,13 @@ def main() -> None:
     ap.add_argument(
         "--clock", choices=CLOCKS, default="wall", help="cpu: process time, for a busy machine"
     )
+    ap.add_argument("--formats", action="store_true", help="only the per-format table")
     args = ap.parse_args()
     repeat = 2 if args.quick else 5
     clock = CLOCKS[args.clock]
+    if args.formats:
+        format_table(repeat, clock)
+        return
 
     # The long completion is the short ones back to back, so the two per-token costs
     # differ only by length: a ratio near 1 is what linear means.
@@ -173,6 +229,7 @@ def main() -> None:
     print(f"{'-' * width}  {'-' * 12}  ----")
     for name, value, note in rows:
         print(f"{name:<{width}}  {value:>12}  {note}")
+    format_table(repeat, clock)
 
 
 if __name__ == "__main__":

@@ -237,32 +237,114 @@ def _literal(node: ast.AST) -> Any:
     return ast.literal_eval(node)
 
 
+_CALL_NAME = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*\(")
+
+
+def _split_python_calls(text: str) -> list[tuple[str, str]] | None:
+    """`[f(a=1), g.h(b="x")]` -> [("f", "(a=1)"), ("g.h", '(b="x")')], scanning strings
+    and brackets, so any tool name works (a Python keyword or a dash included); None
+    when the text is not such a list."""
+    i = len(text) - len(text.lstrip())
+    if not text.startswith("[", i):
+        return None
+    i += 1
+    out: list[tuple[str, str]] = []
+    while True:
+        m = _CALL_NAME.match(text, i)
+        if m is None:
+            rest = text[i:].strip()
+            return out if rest == "]" or (not out and rest == "]") else None
+        start = m.end() - 1
+        depth, quote, j = 0, "", start
+        while j < len(text):
+            c = text[j]
+            if quote:
+                if c == "\\":
+                    j += 1
+                elif c == quote:
+                    quote = ""
+            elif c in "\"'":
+                quote = c
+            elif c in "([{":
+                depth += 1
+            elif c in ")]}":
+                depth -= 1
+                if depth == 0:
+                    break
+            j += 1
+        if j >= len(text):
+            return None
+        out.append((m.group(1), text[start : j + 1]))
+        i = j + 1
+        while i < len(text) and text[i] in " \t\r\n":
+            i += 1
+        if text.startswith(",", i):
+            i += 1
+
+
 def pythonic(body: str, closed: bool, _schemas: Schemas | None = None) -> list[Item]:
     """`[f(a=1), g(b="x")]` (brackets optional): each call with keyword arguments."""
     text = body.strip()
     if not text.startswith("["):
         text = f"[{text}]"
-    try:
-        tree = ast.parse(text, mode="eval")
-    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
+    calls = _split_python_calls(text)
+    if calls is None:
         if not closed:
             return ["your tool call was cut off before its closing bracket; it was not run"]
-        return [f"your tool call is not a Python call list: {exc.__class__.__name__}"]
-    if not isinstance(tree.body, ast.List):
         return ["your tool call must be a list of calls: [name(arg=value), …]"]
     items: list[Item] = []
-    for node in tree.body.elts:
-        if not isinstance(node, ast.Call) or node.args:
-            items.append("each tool call must look like name(arg=value, …)")
-            continue
-        name = ast.unparse(node.func)
-        try:
-            args = {kw.arg: _literal(kw.value) for kw in node.keywords if kw.arg is not None}
-        except (ValueError, TypeError, SyntaxError, RecursionError):
-            items.append(f"the arguments of your call to {name} must be literal values")
-            continue
-        items.append((name, args))
+    for name, args_src in calls:
+        args = _keywords(args_src[1:-1])
+        items.append(
+            (name, args)
+            if args is not None
+            else f"your call to {name} must be name(arg=value, …) with literal values"
+        )
     return items
+
+
+def _top_level(text: str, sep: str) -> list[str]:
+    """`text` split at `sep` where it stands outside strings and brackets."""
+    parts, depth, quote, start, j = [], 0, "", 0, 0
+    while j < len(text):
+        c = text[j]
+        if quote:
+            if c == "\\":
+                j += 1
+            elif c == quote:
+                quote = ""
+        elif c in "\"'":
+            quote = c
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c == sep and depth == 0:
+            parts.append(text[start:j])
+            start = j + 1
+        j += 1
+    parts.append(text[start:])
+    return parts
+
+
+_KEY = re.compile(r"\s*([A-Za-z_][\w\-]*)\s*=(?!=)")
+
+
+def _keywords(text: str) -> dict[str, Any] | None:
+    """`a=1, b="x"` -> {"a": 1, "b": "x"}: keys read by hand (so `as=` or `from=` work),
+    values as Python (or JSON) literals; None for anything else."""
+    out: dict[str, Any] = {}
+    for part in _top_level(text, ","):
+        if not part.strip():
+            continue
+        m = _KEY.match(part)
+        if m is None:
+            return None
+        try:
+            out[m.group(1)] = _literal(ast.parse(part[m.end() :].strip(), mode="eval").body)
+        except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+            return None
+    return out
 
 
 # --- Gemma 4: call:NAME{key:<|"|>text<|"|>,n:1,flag:true,obj:{…},list:[…]} ---------------------

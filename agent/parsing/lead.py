@@ -43,32 +43,40 @@ class ReasoningLead:
         self._state = "streaming" if mode == "open" else "maybe"
         if mode == "open":
             self._thoughts.open_block()
-        self._held = ""  # text waiting for a decision
-        self._scanned = 0
+        self._held = ""  # the undecided start, or a partial marker while streaming
+        self._parts: list[str] = []  # text held until the closer decides (waiting, pending)
+        self._tail = ""  # the last characters held, where a closer may have begun
         self._opened = False  # the start was checked for an opener
         self._skip_ws = False  # after the closer, until the prose begins
 
     def feed(self, chunk: str) -> list[Event]:
         if self._state == "done":
             return self._pass(chunk)
-        self._held += chunk
-        self._advance(final=False)
+        if self._state in ("waiting", "pending"):
+            self._wait(chunk, final=False)
+        else:
+            self._held += chunk  # a few characters: the undecided start or a partial mark
+            self._advance(final=False)
         return self._drain()
 
     def finish(self) -> list[Event]:
         if self._state != "done":
-            self._advance(final=True)
+            if self._state in ("waiting", "pending"):
+                self._wait("", final=True)
+            else:
+                self._advance(final=True)
             if self._state == "streaming":
                 self._thoughts.push(self._held)
                 self._thoughts.close_block()
                 self._held = ""
-            elif self._state == "pending":  # the reply ended before any closer: a call
+            if self._state == "pending":  # the reply ended before any closer: a call
                 self._thoughts.close_block()
-            self._state = "done"
-            rest, self._held = self._held, ""
-            out = self._drain() + (self._pass(rest) if rest else [])
-            return out + list(self.inner.finish())
-        return list(self.inner.finish())
+            if self._state != "done":
+                self._state = "done"
+                rest = self._held + "".join(self._parts)
+                self._held, self._parts = "", []
+                self._out.extend(self._pass(rest) if rest else [])
+        return self._drain() + list(self.inner.finish())
 
     # -- machinery ---------------------------------------------------------------------
 
@@ -100,7 +108,6 @@ class ReasoningLead:
                 self._state = "waiting"
             self._opened = True
         buf = self._held
-        start = max(0, self._scanned - len(self._close))
         if self._state == "streaming":
             m = self._find.search(buf)
             if m is None:
@@ -112,18 +119,32 @@ class ReasoningLead:
             if m.group() == self._close:
                 self._end_reasoning(buf[m.end() :])
                 return
-            self._state, self._held, buf, start = "pending", buf[m.start() :], buf[m.start() :], 0
-        at = buf.find(self._close, start)
-        self._scanned = len(buf)
-        if at >= 0:
-            if self._state == "waiting":
-                self._thoughts.open_block()
-            self._thoughts.push(buf[:at])
-            self._end_reasoning(buf[at + len(self._close) :])
-        elif final and self._state == "waiting":
-            self._state = "done"
-            held, self._held = self._held, ""
-            self._out.extend(self._pass(held))
+            self._state, buf = "pending", buf[m.start() :]
+        self._held = ""
+        self._wait(buf, final)
+
+    def _wait(self, chunk: str, final: bool) -> None:
+        """Hold text until the closer shows up; only the new text (and the last few held
+        characters, where a closer may have begun) is searched, so holding is linear."""
+        window = self._tail + chunk
+        at = window.find(self._close)
+        if chunk:
+            self._parts.append(chunk)
+        if at < 0:
+            keep = len(self._close) - 1
+            self._tail = window[-keep:] if keep else ""
+            if final and self._state == "waiting":
+                self._state = "done"
+                held, self._parts = "".join(self._parts), []
+                self._out.extend(self._pass(held))
+            return
+        held = "".join(self._parts)
+        at += len(held) - len(window)  # where the window starts in what is held
+        self._parts, self._tail = [], ""
+        if self._state == "waiting":
+            self._thoughts.open_block()
+        self._thoughts.push(held[:at])
+        self._end_reasoning(held[at + len(self._close) :])
 
     def _end_reasoning(self, rest: str) -> None:
         self._thoughts.close_block()

@@ -228,8 +228,7 @@ class NativeStreamParser:
             self._body.append(buf)
             self._buf = ""
             return False
-        body_len = sum(map(len, self._body))
-        skip = len(region.opener) if region.keep_opener and body_len == 0 else 0
+        skip = len(region.opener) if region.keep_opener and not self._body else 0
         at = (
             self._json.find(buf, region.closer, skip)
             if region.json
