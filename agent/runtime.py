@@ -208,7 +208,9 @@ class Agent:
         chat_mode = bool(getattr(self.driver, "chat_mode", False))
         specs = self.tools.specs()
         prompt = "" if chat_mode else self.model.canonical(self.history, specs)
-        parser = self.model.parser(specs, prompt=prompt or None, salvage=self.salvage)
+        # The prompt tells the parser whether the reply starts inside reasoning; a server
+        # applying its own template ("chat" wire) sends reasoning apart, never inline.
+        parser = self.model.parser(specs, prompt=prompt, salvage=self.salvage)
         t = _Turn(self.emit, parser, {"model": self.driver.model})
         texts, raw = t.texts, t.raw
         self.turns += 1

@@ -150,3 +150,26 @@ def test_reply_inside_a_pre_opened_think_block_is_reasoning(workspace: Path) -> 
     result = agent.run("q")
     assert result.final_text == "The answer."
     assert [e.text for e in events if isinstance(e, ev.ReasoningDelta)] == ["pondering..."]
+
+
+def test_a_native_format_runs_end_to_end(workspace: Path) -> None:
+    """A GLM model writes its own call markup; it is parsed, run, and shown back to it in
+    its own template's markup on the next turn."""
+    from tests.prompt.prompt_cases import CORPUS
+
+    template = (CORPUS / "GLM-4.6.jinja").read_text(encoding="utf-8")
+    profile = profile_for("GLM-4.6", chat_template=template)
+    (workspace / "notes.txt").write_text("alpha", encoding="utf-8")
+    call = (
+        "<tool_call>read_file\n<arg_key>path</arg_key>\n"
+        "<arg_value>notes.txt</arg_value>\n</tool_call>"
+    )
+    agent, driver, events = make_agent(
+        ["<think>I should read it.</think>\n" + call, "It says alpha."], workspace, profile=profile
+    )
+    result = agent.run("What is in notes.txt?")
+    assert (result.status, result.final_text, result.tool_calls) == ("done", "It says alpha.", 1)
+    (tool_result,) = [e for e in events if isinstance(e, ev.ToolResultEvent)]
+    assert "alpha" in tool_result.content and not tool_result.is_error
+    assert "<tool_response>" in driver.prompts[1] and "alpha" in driver.prompts[1]
+    assert "<arg_key>path</arg_key>" in driver.prompts[1]  # the call, in GLM's own markup
