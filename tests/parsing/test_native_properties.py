@@ -124,9 +124,9 @@ def test_a_cut_off_call_is_never_a_different_call(fmt: str) -> None:
     assert text is not None
     for k in range(len(text)):
         calls = parse_tool_calls(text[:k], format=fmt, tools=tools).calls
-        assert calls == [] or [(c.name, c.arguments) for c in calls] == [("read_file", args)], (
-            text[:k]
-        )
+        assert calls == [] or [(c.name, c.arguments) for c in calls] == [("read_file", args)], text[
+            :k
+        ]
 
 
 @pytest.mark.parametrize("fmt", WRITTEN)
