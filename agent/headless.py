@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 import sys
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
@@ -12,9 +14,11 @@ from typing import Any
 
 from agent import events as ev
 from agent.constraint import constraint_for
+from agent.errors import ToolError
 from agent.gguf import GGUFError
 from agent.history import System, ToolCall
 from agent.output import JsonlPrinter, TextPrinter
+from agent.permissions import open_in_workspace
 from agent.profile import ModelProfile, profile_for
 from agent.prompt import system_prompt
 from agent.runtime import Agent, Approval, Approver, Budget
@@ -80,11 +84,26 @@ def terminal_approver(tools: ToolRegistry, workspace: Path) -> Approver:
     return ask
 
 
+MAX_INSTRUCTIONS_BYTES = 16_000
+
+
 def project_instructions(workspace: Path) -> tuple[str, str]:
+    """AGENTS.md (or BOSUN.md), opened like any workspace file: a symlink out of the
+    workspace, a FIFO or a device is skipped, and at most 16 kB are read, however large
+    the file claims to be. It is repository content, so it goes into the prompt as data."""
     for name in ("AGENTS.md", "BOSUN.md"):
-        path = workspace / name
-        if path.is_file():
-            return path.read_text(encoding="utf-8", errors="replace")[:16_000], name
+        try:
+            fd = open_in_workspace(workspace, name, os.O_RDONLY | os.O_NONBLOCK)
+        except (ToolError, OSError):
+            continue
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                continue
+            data = fh.read(MAX_INSTRUCTIONS_BYTES + 1)
+        text = data[:MAX_INSTRUCTIONS_BYTES].decode("utf-8", errors="replace")
+        if len(data) > MAX_INSTRUCTIONS_BYTES:
+            text += f"\n(… {name} is longer than {MAX_INSTRUCTIONS_BYTES} bytes; the rest is cut)"
+        return text, name
     return "", "AGENTS.md"
 
 
@@ -127,12 +146,21 @@ def build_agent(
 def workspace_files(workspace: Path, limit: int = 40) -> list[str]:
     """Top-level entries, so a small model can name real paths from its first call."""
     skip = {".git", ".venv", "node_modules", "__pycache__"}
+    entries: list[str] = []
+    count = 0
     try:
-        entries = sorted(p for p in workspace.iterdir() if p.name not in skip)
+        with os.scandir(workspace) as it:
+            for entry in it:
+                if entry.name in skip:
+                    continue
+                count += 1
+                if len(entries) < 10_000:  # a huge folder is counted, not held
+                    folder = entry.is_dir(follow_symlinks=False)
+                    entries.append(entry.name + ("/" if folder else ""))
     except OSError:
         return []
-    names = [p.name + ("/" if p.is_dir() else "") for p in entries[:limit]]
-    return names + ([f"… ({len(entries) - limit} more)"] if len(entries) > limit else [])
+    names = sorted(entries)[:limit]
+    return names + ([f"… ({count - limit} more)"] if count > limit else [])
 
 
 def system_message(workspace: Path) -> System:

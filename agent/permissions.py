@@ -43,7 +43,12 @@ def resolve_in_workspace(root: Path, path: str) -> Path:
     candidate = Path(path)
     if not candidate.is_absolute():
         candidate = real_root / candidate
-    real = candidate.resolve()
+    try:
+        real = candidate.resolve()
+    except RuntimeError:  # Python 3.11 reports a symlink loop this way
+        raise ToolError(f"{path!r} runs into a symlink loop") from None
+    except OSError as exc:  # ELOOP, ENAMETOOLONG, EACCES on the way
+        raise ToolError(f"{path!r} cannot be resolved: {exc.strerror or exc}") from None
     if not is_inside(real_root, real):
         raise ToolError(f"{path!r} is outside the workspace {real_root}; use paths inside it")
     return real
@@ -110,6 +115,34 @@ def open_in_workspace(
         raise refusal from exc
     finally:
         os.close(fd)
+
+
+def open_dir_in_workspace(root: Path, path: str) -> int:
+    """A descriptor for the folder `path`, opened one component at a time without
+    following a symlink, so a folder swapped for a link after the check is refused."""
+    real_root = root.resolve()
+    real = resolve_in_workspace(real_root, path)
+    parts = _parts_below(real_root, real, path)
+    if not parts:
+        return os.open(real_root, _DIR_FLAGS)
+    return open_in_workspace(real_root, path, os.O_RDONLY | os.O_DIRECTORY)
+
+
+def refuse_hardlinked(fd: int, shown: str) -> None:
+    """A file with more than one name may also be named outside the workspace: writing
+    through this name would change that file too."""
+    links = os.fstat(fd).st_nlink
+    if links > 1:
+        raise ToolError(
+            f"{shown} has {links} hard links, so it may also be a file outside the "
+            "workspace; not written (copy it to a new file and edit that instead)"
+        )
+
+
+def touches_git(path: object) -> bool:
+    """Whether a path argument names something inside a `.git` folder: hooks and config
+    there run commands at the user's next git command."""
+    return isinstance(path, str) and ".git" in Path(path).parts
 
 
 def decision(mode: str, kind: ToolKind) -> Literal["allow", "ask", "deny"]:

@@ -14,7 +14,7 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from agent.permissions import open_in_workspace, resolve_in_workspace
+from agent.permissions import open_in_workspace, refuse_hardlinked, resolve_in_workspace
 from agent.tools.files import BINARY_SNIFF, is_binary, read_bytes
 from agent.tools.registry import ToolContext, ToolError, tool
 
@@ -57,13 +57,16 @@ def _store(ctx: ToolContext, path: str, text: str) -> None:
     real = resolve_in_workspace(ctx.workspace, path)
     if real.is_dir():
         raise ToolError(f"{path} is a directory; give a file path")
-    data = text.encode("utf-8")  # before the open truncates anything
-    # O_NONBLOCK: a FIFO with no reader fails (ENXIO) instead of hanging the agent.
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK
+    data = text.encode("utf-8", errors="replace")  # before anything is truncated
+    # O_NONBLOCK: a FIFO with no reader fails (ENXIO) instead of hanging the agent. No
+    # O_TRUNC at the open: a refused file (not regular, hard-linked) must stay intact.
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK
     fd = open_in_workspace(ctx.workspace, path, flags, make_parents=True)
     with os.fdopen(fd, "wb") as fh:
         if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
             raise ToolError(f"{path} is not a regular file; not written")
+        refuse_hardlinked(fh.fileno(), path)
+        fh.truncate(0)
         fh.write(data)
 
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 import stat
 
-from agent.permissions import open_in_workspace, resolve_in_workspace
+from agent.permissions import open_dir_in_workspace, open_in_workspace, resolve_in_workspace
 from agent.tools.registry import ToolContext, ToolError, tool
 
 MAX_READ_BYTES = 256 * 1024
 MAX_LINE_CHARS = 2000
 MAX_LIST_ENTRIES = 500
+MAX_SCAN_ENTRIES = 20_000  # a folder of a million files is counted, not held
 BINARY_SNIFF = 8192
 
 
@@ -79,7 +80,7 @@ def _clip(line: str) -> str:
 
 @tool("read")
 def list_dir(ctx: ToolContext, path: str = ".") -> str:
-    """List a directory of the workspace; folders end with "/".
+    """List a directory of the workspace; folders end with "/", symlinks with "@".
 
     Args:
         path: directory path relative to the workspace root
@@ -89,10 +90,28 @@ def list_dir(ctx: ToolContext, path: str = ".") -> str:
         raise ToolError(f"{path}: no such directory")
     if not real.is_dir():
         raise ToolError(f"{path} is a file; use read_file")
-    entries = sorted(real.iterdir(), key=lambda p: (not p.is_dir(), p.name))
-    names = [p.name + ("/" if p.is_dir() else "") for p in entries if p.name != ".git"]
+    try:
+        fd = open_dir_in_workspace(ctx.workspace, path)
+    except OSError as exc:
+        raise ToolError(f"{path}: cannot be listed ({exc.strerror or exc})") from None
+    names: list[tuple[bool, str]] = []
+    more = 0
+    try:
+        with os.scandir(fd) as it:  # listed through the descriptor: no path to race
+            for entry in it:
+                if entry.name == ".git":
+                    continue
+                if len(names) >= MAX_SCAN_ENTRIES:
+                    more += 1
+                    continue
+                is_dir = entry.is_dir(follow_symlinks=False)
+                mark = "/" if is_dir else "@" if entry.is_symlink() else ""
+                names.append((not is_dir, entry.name + mark))
+    finally:
+        os.close(fd)
     if not names:
         return "(empty directory)"
-    extra = len(names) - MAX_LIST_ENTRIES
-    shown = names[:MAX_LIST_ENTRIES]
+    shown = [name for _, name in sorted(names)]
+    extra = len(shown) - MAX_LIST_ENTRIES + more
+    shown = shown[:MAX_LIST_ENTRIES]
     return "\n".join(shown + ([f"(and {extra} more)"] if extra > 0 else []))

@@ -1,35 +1,51 @@
 """Finding things: glob (names) and grep (contents), both blind to ignored files.
 
-Ignore rules come from .gitignore files (root and nested, gitignore semantics in a
-simple form: globs, `**`, trailing `/` for folders, `!` to re-include, last match
-wins) and .git/info/exclude. bosun parses them itself instead of asking `git`, because
-running git in an untrusted repository can run that repository's configured commands
-(core.fsmonitor), and read-only mode promises no commands at all.
+Both run ripgrep (`agent.tools.rg`): linear-time regexes, .gitignore read without
+running git, no symlink followed, and a time and memory bound on every call. What the
+model sees is capped: the first matches, and how many more there were.
 """
 
 from __future__ import annotations
 
 import os
-import re
-from dataclasses import dataclass
 from pathlib import Path
 
-from agent.permissions import is_inside, open_in_workspace, resolve_in_workspace
-from agent.tools.files import BINARY_SNIFF, is_binary
+from agent.permissions import resolve_in_workspace
 from agent.tools.registry import ToolContext, ToolError, tool
+from agent.tools.rg import SKIP_DIRS, check_pattern, run_rg
 
-ALWAYS_SKIP = frozenset({".git", ".venv", "node_modules", "__pycache__"})
 MAX_GLOB_RESULTS = 200
 MAX_GREP_MATCHES = 100
-MAX_GREP_FILE_BYTES = 2 * 1024 * 1024
-MAX_WALK_FILES = 50_000
+MAX_WALK_FILESIZE = "10M"  # in a walk; a file named explicitly is searched whole
 MAX_MATCH_CHARS = 300
-SKIPPED_NOTE = "ignored files and .git, .venv, node_modules, __pycache__ are not searched"
+MAX_IGNORE_FILE_BYTES = 1024 * 1024
+MAX_GLOB_FILES = 10_000  # files a grep's glob may select
+SKIPPED_NOTE = f"ignored files and {', '.join(SKIP_DIRS)} are not searched"
 
 
-def translate(pattern: str) -> re.Pattern[str]:
-    """A glob over "/"-separated paths as a regex: `*` and `?` stay within one folder,
-    `**` crosses folders, `[...]` is a character class."""
+def _ignore_args(root: Path) -> tuple[list[str], list[str]]:
+    """Ignore files at the root too large to be real are not applied (a 64 MB
+    .gitignore is an attack on the matcher, not a list of files): (rg flags, notes)."""
+    for name in (".gitignore", ".ignore", ".rgignore", ".git/info/exclude"):
+        try:
+            size = (root / name).lstat().st_size
+        except OSError:
+            continue
+        if size > MAX_IGNORE_FILE_BYTES:
+            note = f"(ignore files were not applied: {name} is {size // 1024 // 1024} MB)"
+            return ["--no-ignore"], [note]
+    return [], []
+
+
+def _escape(c: str) -> str:
+    return c if c.isalnum() or c == "_" else "\\" + c
+
+
+def glob_regex(pattern: str, anchored: bool = False) -> str:
+    """A glob over "/"-separated paths as a (Rust) regex over a whole path: `*` and `?`
+    stay within one folder, `**` crosses folders, `[...]` is a character class, and a
+    pattern without "/" matches a file name at any depth. ripgrep runs it, in linear
+    time whatever the pattern."""
     out, i, n = [], 0, len(pattern)
     while i < n:
         c = pattern[i]
@@ -48,126 +64,48 @@ def translate(pattern: str) -> re.Pattern[str]:
             out.append("[^/]")
         elif c == "\\" and i + 1 < n:
             i += 1
-            out.append(re.escape(pattern[i]))
+            out.append(_escape(pattern[i]))
         elif c == "[" and (end := pattern.find("]", i + 2)) != -1:
             body = pattern[i + 1 : end]
-            if body.startswith("!"):
-                body = "^" + body[1:]
-            out.append("[" + body.replace("\\", "\\\\") + "]")
+            negate = body.startswith("!")
+            body = body[1:] if negate else body
+            items = "".join(ch if ch == "-" else _escape(ch) for ch in body)
+            out.append("[" + ("^" if negate else "") + items + "]")
             i = end
         else:
-            out.append(re.escape(c))
+            out.append(_escape(c))
         i += 1
-    try:
-        return re.compile("".join(out) + r"\Z", re.DOTALL)
-    except re.error as exc:
-        raise ToolError(f"bad glob pattern {pattern!r}: {exc}") from None
+    lead = "^" if anchored or "/" in pattern else "(?:^|/)"
+    return lead + "(?:" + "".join(out) + ")$"
 
 
-@dataclass(frozen=True)
-class Rule:
-    base: str  # folder of the .gitignore that holds it, "" for the root
-    regex: re.Pattern[str]
-    anchored: bool  # matched against the path below base, else against the name
-    negate: bool
-    dir_only: bool
-
-    def matches(self, rel: str, is_dir: bool) -> bool:
-        if self.dir_only and not is_dir:
-            return False
-        if self.base:
-            if not rel.startswith(self.base + "/"):
-                return False
-            rel = rel[len(self.base) + 1 :]
-        target = rel if self.anchored else rel.rsplit("/", 1)[-1]
-        return self.regex.match(target) is not None
+def _relative_pattern(ctx: ToolContext, pattern: str) -> str:
+    root = ctx.workspace.resolve()
+    for spelling in {str(root), str(ctx.workspace)}:  # the workspace's own absolute path
+        if pattern.startswith(spelling.rstrip("/") + "/"):
+            pattern = "./" + pattern[len(spelling.rstrip("/")) + 1 :]
+    if pattern.startswith(("/", "~")) or ".." in pattern.split("/"):
+        raise ToolError(f"{pattern!r} reaches outside the workspace; use a relative pattern")
+    check_pattern(pattern, "glob")
+    return pattern
 
 
-def parse_ignore(text: str, base: str) -> list[Rule]:
-    rules = []
-    for raw in text.splitlines():
-        line = raw.rstrip()
-        if not line or line.startswith("#"):
-            continue
-        negate = line.startswith("!")
-        line = line[1:] if negate else line.removeprefix("\\")
-        dir_only = line.endswith("/")
-        line = line.rstrip("/")
-        anchored = "/" in line
-        line = line.lstrip("/")
-        if line:
-            rules.append(Rule(base, translate(line), anchored, negate, dir_only))
-    return rules
+def _filter(pattern: str) -> list[str]:
+    """rg arguments that keep the file names (NUL-separated) that match the glob."""
+    regex = glob_regex(pattern.removeprefix("./"), anchored=pattern.startswith("./"))
+    return ["--null-data", f"--regexp={regex}"]
 
 
-def _read_rules(root: Path, base: str) -> list[Rule]:
-    rules: list[Rule] = []
-    folder = root / base if base else root
-    for name in (".gitignore", ".git/info/exclude") if not base else (".gitignore",):
-        path = folder / name
-        if path.is_file() and is_inside(root, path.resolve()):
-            rules += parse_ignore(path.read_text("utf-8", errors="replace"), base)
-    return rules
+def _files(root: Path, flags: list[str], pattern: str, cap: int) -> tuple[list[str], int]:
+    """(the first `cap` non-ignored files matching `pattern`, how many matched)."""
+    found, total, error = run_rg([*flags, "--files", "--null"], root, cap, _filter(pattern))
+    if error:
+        raise ToolError(f"bad glob pattern {pattern!r}: {error}")
+    return [f.removeprefix("./") for f in found], total
 
 
-def _ignored(rules: list[Rule], rel: str, is_dir: bool) -> bool:
-    verdict = False
-    for rule in rules:
-        if rule.matches(rel, is_dir):
-            verdict = not rule.negate
-    return verdict
-
-
-def _rel(root: Path, path: Path) -> str:
-    return path.relative_to(root).as_posix() if path != root else ""
-
-
-def walk_files(root: Path, start: Path) -> tuple[list[str], bool]:
-    """Workspace-relative paths of the files under `start` that are not ignored, sorted,
-    and whether the walk saw everything (it stops after MAX_WALK_FILES).
-
-    Symlinked folders are not followed (no loops, no way out); symlinked files are
-    listed only when they point inside the workspace.
-    """
-    prefix = _rel(root, start)
-    parts = prefix.split("/") if prefix else []
-    rules = _read_rules(root, "")
-    for i in range(len(parts)):  # the folders from the root down to `start`
-        rules += _read_rules(root, "/".join(parts[: i + 1]))
-    found: list[str] = []
-    for folder, dirs, files in os.walk(start, followlinks=False):
-        here = _rel(root, Path(folder))
-        if here and here != prefix:
-            rules = rules + _read_rules(root, here)
-        lead = f"{here}/" if here else ""
-        dirs[:] = [d for d in dirs if d not in ALWAYS_SKIP and not _ignored(rules, lead + d, True)]
-        for name in files:
-            rel = lead + name
-            if _ignored(rules, rel, False):
-                continue
-            full = Path(folder, name)
-            if full.is_symlink() and not is_inside(root, full.resolve()):
-                continue
-            if len(found) >= MAX_WALK_FILES:
-                return sorted(found), False
-            found.append(rel)
-    return sorted(found), True
-
-
-def _partial(complete: bool) -> list[str]:
-    return [] if complete else [f"(stopped looking after {MAX_WALK_FILES} files; narrow it)"]
-
-
-def _name_pattern(pattern: str) -> tuple[re.Pattern[str], bool]:
-    """(regex, anchored): a pattern without "/" matches a file name at any depth."""
-    if "\x00" in pattern:
-        raise ToolError("pattern contains a NUL byte")
-    anchored = "/" in pattern
-    return translate(pattern.removeprefix("./")), anchored
-
-
-def _matches(regex: re.Pattern[str], anchored: bool, rel: str) -> bool:
-    return regex.match(rel if anchored else rel.rsplit("/", 1)[-1]) is not None
+def _under(rel: str, folder: str) -> bool:
+    return folder == "." or rel == folder or rel.startswith(folder.rstrip("/") + "/")
 
 
 @tool("read")
@@ -178,35 +116,25 @@ def glob(ctx: ToolContext, pattern: str) -> str:
         pattern: glob relative to the workspace root; without "/" it matches file names at any depth
     """
     root = ctx.workspace.resolve()
-    for spelling in {str(root), str(ctx.workspace)}:  # the workspace's own absolute path
-        pattern = pattern.removeprefix(spelling.rstrip("/") + "/")
-    if pattern.startswith(("/", "~")) or ".." in pattern.split("/"):
-        raise ToolError(f"{pattern!r} reaches outside the workspace; use a relative pattern")
-    regex, anchored = _name_pattern(pattern)
-    files, complete = walk_files(root, root)
-    found = [rel for rel in files if _matches(regex, anchored, rel)]
+    pattern = _relative_pattern(ctx, pattern)
+    flags, notes = _ignore_args(root)
+    found, total = _files(root, flags, pattern, MAX_GLOB_RESULTS)
     if not found:
-        return "\n".join([f"(no files match {pattern!r}; {SKIPPED_NOTE})", *_partial(complete)])
-    extra = len(found) - MAX_GLOB_RESULTS
-    notes = [f"({extra} more not shown; narrow the pattern)"] if extra > 0 else []
-    return "\n".join(found[:MAX_GLOB_RESULTS] + notes + _partial(complete))
+        return "\n".join([f"(no files match {pattern!r}; {SKIPPED_NOTE})", *notes])
+    extra = total - len(found)
+    more = [f"({extra} more not shown; narrow the pattern)"] if extra > 0 else []
+    return "\n".join(found + more + notes)
 
 
-def _grep_file(root: Path, rel: str, regex: re.Pattern[str], out: list[str], cap: int) -> None:
-    try:
-        fd = open_in_workspace(root, rel, os.O_RDONLY | os.O_NONBLOCK)
-    except (ToolError, OSError):
-        return  # vanished or swapped for a symlink since the walk: not ours to read
-    with os.fdopen(fd, "rb") as fh:
-        data = fh.read(MAX_GREP_FILE_BYTES + 1)
-    if len(data) > MAX_GREP_FILE_BYTES or is_binary(data[:BINARY_SNIFF]):
-        return
-    for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
-        if regex.search(line):
-            if len(out) >= cap:
-                return
-            text = line if len(line) <= MAX_MATCH_CHARS else line[:MAX_MATCH_CHARS] + " …"
-            out.append(f"{rel}:{n}: {text}")
+def _format_match(line: str) -> str | None:
+    """rg's `path\\0line:text` as `path:line: text`, the text cut to a sane width."""
+    path, sep, rest = line.partition("\x00")
+    if not sep:
+        return None
+    number, _, text = rest.partition(":")
+    if len(text) > MAX_MATCH_CHARS:
+        text = text[:MAX_MATCH_CHARS] + " …"
+    return f"{path.removeprefix('./')}:{number}: {text}"
 
 
 @tool("read")
@@ -214,31 +142,49 @@ def grep(ctx: ToolContext, pattern: str, path: str = ".", glob: str = "") -> str
     """Search file contents with a regular expression; prints path:line: text.
 
     Args:
-        pattern: Python regular expression, e.g. "def \\w+_file" or "(?i)todo"
+        pattern: regular expression (ripgrep syntax, no look-around), e.g. "def \\w+" or "(?i)todo"
         path: file or folder to search, relative to the workspace root
         glob: only search files matching this glob, e.g. "*.py"
     """
-    try:
-        regex = re.compile(pattern)
-    except re.error as exc:
-        raise ToolError(f"bad regular expression {pattern!r}: {exc}") from None
+    check_pattern(pattern, "pattern")
     root = ctx.workspace.resolve()
     start = resolve_in_workspace(root, path)
     if not start.exists():
         raise ToolError(f"{path}: no such file or folder")
-    # A file named explicitly is searched even if ignored.
-    files, complete = ([_rel(root, start)], True) if start.is_file() else walk_files(root, start)
+    target = start.relative_to(root).as_posix() if start != root else "."
+    flags, notes = _ignore_args(root)
+    args = [*flags, "--line-number", "--with-filename", "--no-heading", "--null"]
+    args += ["--max-columns=2000", "--max-columns-preview"]
+    skipped = []
+    if start.is_dir():
+        args.append(f"--max-filesize={MAX_WALK_FILESIZE}")
+        skipped.append(f"(files over {MAX_WALK_FILESIZE}B are skipped in a folder search)")
+    elif not os.access(start, os.R_OK):
+        raise ToolError(f"{path} cannot be read")
+    targets = [target]
     if glob:
-        name_re, anchored = _name_pattern(glob)
-        files = [rel for rel in files if _matches(name_re, anchored, rel)]
-    out: list[str] = []
-    for rel in files:
-        _grep_file(root, rel, regex, out, MAX_GREP_MATCHES + 1)
-        if len(out) > MAX_GREP_MATCHES:
-            out[MAX_GREP_MATCHES:] = [
-                f"(stopped at {MAX_GREP_MATCHES} matches; narrow the pattern, path or glob)"
-            ]
+        names, matched = _files(root, flags, _relative_pattern(ctx, glob), MAX_GLOB_FILES)
+        targets = [n for n in names if _under(n, target)]
+        if not targets:
+            return f"(no files match {glob!r} in {path}; {SKIPPED_NOTE})"
+        if matched > MAX_GLOB_FILES:
+            notes.append(f"(only the first {MAX_GLOB_FILES} files matching {glob!r} searched)")
+    lines: list[str] = []
+    total, error = 0, ""
+    for k in range(0, len(targets), 1_000):  # a long file list goes in batches
+        batch = targets[k : k + 1_000]
+        got, count, error = run_rg(
+            [*args, "--regexp", pattern, "--", *batch], root, MAX_GREP_MATCHES
+        )
+        lines += got[: MAX_GREP_MATCHES - len(lines)]
+        total += count
+        if error or total > MAX_GREP_MATCHES:
             break
+    if error and not lines:
+        raise ToolError(f"bad regular expression {pattern!r}: {error}")
+    out = [m for line in lines if (m := _format_match(line)) is not None]
+    if total > MAX_GREP_MATCHES:
+        out.append(f"(stopped at {MAX_GREP_MATCHES} matches; narrow the pattern, path or glob)")
     if not out:
-        out = [f"(no matches for {pattern!r}; {SKIPPED_NOTE})"]
-    return "\n".join(out + _partial(complete))
+        return "\n".join([f"(no matches for {pattern!r}; {SKIPPED_NOTE})", *skipped, *notes])
+    return "\n".join(out + notes)
