@@ -17,7 +17,6 @@ exit 2). A tasks file that is missing, unreadable or empty is always a UsageErro
 
 from __future__ import annotations
 
-import json
 import sys
 import threading
 import time
@@ -35,6 +34,7 @@ from agent.runtime import Agent, Budget
 from agent.session import SessionLog, new_session_id
 from agent.tasks_file import BadLine, BatchOptions, Task, load_tasks, read_tasks
 from agent.tools import default_registry
+from agent.untrusted import json_line
 from drivers.base import Driver, UsageError
 
 EXIT_INTERRUPTED = 130
@@ -103,7 +103,7 @@ class LockedOutput:
 
     def line(self, record: dict[str, Any]) -> None:
         with self.lock:
-            self.out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self.out.write(json_line(record) + "\n")
             self.out.flush()
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import sys
@@ -24,6 +23,7 @@ from agent.prompt import system_prompt
 from agent.runtime import Agent, Approval, Approver, Budget
 from agent.session import SessionLog, new_session_id
 from agent.tools import Tool, ToolContext, ToolRegistry, default_registry
+from agent.untrusted import json_line, visible
 from drivers import open_driver
 from drivers.base import Driver, UsageError
 
@@ -63,7 +63,7 @@ def trace_writer(path: Path) -> Callable[[dict[str, Any]], None]:
 
     def write(record: dict[str, Any]) -> None:
         with path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            fh.write(json_line(record) + "\n")
 
     return write
 
@@ -74,9 +74,9 @@ def terminal_approver(tools: ToolRegistry, workspace: Path) -> Approver:
     def ask(call: ToolCall, tool: Tool) -> Approval:
         preview = tools.preview(call, ToolContext(workspace))
         if preview:
-            sys.stderr.write(preview.rstrip("\n") + "\n")
-        args = json.dumps(call.arguments, ensure_ascii=False)
-        sys.stderr.write(f"Allow {call.name} {args}? [y]es / [n]o / [a]lways: ")
+            sys.stderr.write(visible(preview.rstrip("\n")) + "\n")
+        args = visible(json_line(call.arguments))
+        sys.stderr.write(f"Allow {visible(call.name)} {args}? [y]es / [n]o / [a]lways: ")
         sys.stderr.flush()
         answer = sys.stdin.readline().strip().lower()
         return {"y": "yes", "yes": "yes", "a": "always", "always": "always"}.get(answer, "no")

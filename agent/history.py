@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent import untrusted
 from agent.markup import strip_markup
 
 
@@ -139,8 +140,8 @@ def to_json(obj: Message | Sequence[Message]) -> str:
 
 def from_json(text: str) -> Message | list[Message]:
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
+        data = untrusted.loads(text)
+    except ValueError as exc:
         raise HistoryFormatError(f"not valid JSON: {exc}") from None
     if isinstance(data, list):
         return [message_from_dict(d) for d in data]

@@ -6,11 +6,11 @@ reports tool activity on stderr.
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any, TextIO
 
 from agent import events as ev
+from agent.untrusted import json_line, visible
 
 
 class JsonlPrinter:
@@ -21,13 +21,13 @@ class JsonlPrinter:
     def __call__(self, event: ev.AgentEvent) -> None:
         data = event.to_dict()
         data.update(self.extra)
-        self.out.write(json.dumps(data, ensure_ascii=False) + "\n")
+        self.out.write(json_line(data) + "\n")
         self.out.flush()
 
 
 def _short(value: Any, limit: int = 60) -> str:
-    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    text = json_line(value) if not isinstance(value, str) else repr(value)
+    return visible(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
 class TextPrinter:
@@ -44,7 +44,7 @@ class TextPrinter:
 
     def __call__(self, event: ev.AgentEvent) -> None:
         if isinstance(event, ev.TextDelta):
-            self.out.write(event.text)
+            self.out.write(visible(event.text))
             self.out.flush()
             self._open_line = not event.text.endswith("\n")
             return
@@ -52,17 +52,18 @@ class TextPrinter:
         if isinstance(event, ev.ToolCallEvent):
             args = ", ".join(f"{k}={_short(v)}" for k, v in event.arguments.items())
             note = " (salvaged)" if event.salvaged else ""
-            self.err.write(f"→ {event.name}({args}){note}\n")
+            self.err.write(f"→ {visible(event.name)}({args}){note}\n")
         elif isinstance(event, ev.ToolResultEvent):
             lines = event.content.count("\n") + 1 if event.content else 0
             if event.is_error:
-                self.err.write(f"  ✗ {event.content.splitlines()[0] if event.content else ''}\n")
+                first = event.content.splitlines()[0] if event.content else ""
+                self.err.write(f"  ✗ {visible(first)}\n")
             else:
                 self.err.write(f"  ✓ {lines} line{'s' if lines != 1 else ''}\n")
         elif isinstance(event, ev.Diagnostic):
-            self.err.write(f"  ! {event.message}\n")
+            self.err.write(f"  ! {visible(event.message)}\n")
         elif isinstance(event, ev.RunFinished) and event.status != "done":
             self.err.write(
-                f"bosun: stopped ({event.status}): {event.error or ''}\n".rstrip() + "\n"
+                f"bosun: stopped ({event.status}): {visible(event.error or '')}\n".rstrip() + "\n"
             )
         self.err.flush()

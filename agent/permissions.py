@@ -145,6 +145,18 @@ def touches_git(path: object) -> bool:
     return isinstance(path, str) and ".git" in Path(path).parts
 
 
+def call_decision(
+    mode: str, kind: ToolKind, arguments: dict[str, object]
+) -> Literal["allow", "ask", "deny"]:
+    """`decision`, and a write into `.git/` asks in every mode but `auto`: hooks and
+    config there (core.fsmonitor) run commands at the user's next git command."""
+    verdict = decision(mode, kind)
+    gated = verdict == "allow" and kind == "write" and mode != "auto"
+    if gated and any(touches_git(v) for k, v in arguments.items() if "path" in k):
+        return "ask"
+    return verdict
+
+
 def decision(mode: str, kind: ToolKind) -> Literal["allow", "ask", "deny"]:
     """What the approval mode says about a tool of this kind."""
     if kind == "read" or mode == "auto":

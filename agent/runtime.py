@@ -29,7 +29,7 @@ from agent.history import (
 from agent.loopguard import LoopGuard
 from agent.parsing import Event
 from agent.parsing.select import ModelOutputParser
-from agent.permissions import decision
+from agent.permissions import call_decision
 from agent.profile import ModelProfile, profile_for
 from agent.prompt import data_spans
 from agent.tools.registry import Tool, ToolContext, ToolRegistry
@@ -352,6 +352,14 @@ class Agent:
                 self.add(AssistantToolUse(call))
             self.emit(ev.ToolCallEvent(call.id, call.name, call.arguments, call.salvaged))
         for n, call in enumerate(reply.calls):
+            if self.tool_calls >= self.budget.max_tool_calls:
+                # A reply may hold more calls than the budget allows: the rest are not run.
+                cap = self.budget.max_tool_calls
+                for later in reply.calls[n:]:
+                    why = f"Error: not run; the budget of {cap} tool calls is used up"
+                    self.add(ToolResult(later.id, why, True))
+                    self.emit(ev.ToolResultEvent(later.id, True, why))
+                break
             try:
                 result = self._execute(call)
             except KeyboardInterrupt:
@@ -368,7 +376,7 @@ class Agent:
     def _execute(self, call: ToolCall) -> ToolResult:
         tool = self.tools.get(call.name)
         if tool is not None:
-            verdict = decision(self.approve, tool.kind)
+            verdict = call_decision(self.approve, tool.kind, call.arguments)
             if verdict == "ask" and call.name not in self._always:
                 if self.approver is None:
                     return ToolResult(

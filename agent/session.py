@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from agent import untrusted
 from agent.events import AgentEvent
 from agent.history import (
     AssistantToolUse,
@@ -73,8 +74,8 @@ def drop_torn_tail(path: Path) -> None:
         data = fh.read()
         start = data.rfind(b"\n") + 1
         try:
-            json.loads(data[start:].decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
+            untrusted.loads(data[start:].decode("utf-8"))
+        except ValueError:  # torn, undecodable or absurdly deep: not a record
             fh.truncate(start)
         else:
             fh.seek(0, os.SEEK_END)
@@ -97,7 +98,7 @@ class SessionLog:
         if self._fh is None:
             return
         # One write call per line: a kill between two lines never tears either of them.
-        self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._fh.write(untrusted.json_line(record) + "\n")
         self._fh.flush()
 
     def message(self, message: Message) -> None:
@@ -127,11 +128,12 @@ def read_records(path: Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
+            record = untrusted.loads(line)
+        except ValueError as exc:
             if i == last:
                 break  # torn final line from a crash: everything before it is intact
-            raise ValueError(f"{path.name}: line {i + 1} is not valid JSON ({exc.msg})") from None
+            why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+            raise ValueError(f"{path.name}: line {i + 1} is not valid JSON ({why})") from None
         if isinstance(record, dict):
             records.append(record)
     return records
@@ -174,8 +176,8 @@ def _workspace_of(path: Path) -> str | None:
     """The workspace named by the file's first record (cheap: reads one line)."""
     try:
         with path.open(encoding="utf-8", errors="replace") as fh:
-            record = json.loads(fh.readline())
-    except (OSError, json.JSONDecodeError):
+            record = untrusted.loads(fh.readline())
+    except (OSError, ValueError):
         return None
     if isinstance(record, dict) and record.get("type") == "session":
         return str(record.get("workspace", ""))

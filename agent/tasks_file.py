@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from agent import untrusted
 from agent.headless import check_workspace
 from agent.permissions import APPROVE_MODES
 from drivers.base import UsageError
@@ -137,7 +138,9 @@ def read_tasks(opts: BatchOptions, stdin: TextIO | None = None) -> tuple[list[Ta
         where = f"{label}:{lineno}"
         try:
             try:
-                data = json.loads(line)
+                data = untrusted.loads(line)
+            except untrusted.TooDeep as exc:
+                raise UsageError(f"{where}: the JSON is {exc}") from None
             except json.JSONDecodeError as exc:
                 raise UsageError(f"{where}: not valid JSON ({exc.msg})") from None
             task = parse_task(data, where, base, opts)

@@ -7,12 +7,12 @@ error-reporting machinery around them.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agent import untrusted
 from agent.dialect import REASONING_KEYS, Dialect, to_template_messages
 from agent.history import Message, ToolCall
 from drivers.base import Usage
@@ -117,9 +117,9 @@ class CallAssembler:
         if not name:
             return (), ("the server sent a tool call without a name; it was not run",)
         try:
-            arguments = json.loads(raw) if raw else {}
-        except json.JSONDecodeError as exc:
-            return (), (f"the arguments of your call to {name} were not valid JSON ({exc.msg})",)
+            arguments = untrusted.loads(raw) if raw else {}
+        except ValueError as exc:
+            return (), (f"the arguments of your call to {name} were not valid JSON ({exc})",)
         if not isinstance(arguments, dict):
             return (), (f"the arguments of your call to {name} must be a JSON object",)
         return (ToolCall(slot["id"] or f"call_{self._count}", name, arguments),), ()

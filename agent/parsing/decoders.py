@@ -11,6 +11,7 @@ import json
 import re
 from typing import Any
 
+from agent import untrusted
 from agent.parsing.envelope import call_fields, decode_json
 from agent.parsing.native import Item, Prose, Schemas
 from agent.parsing.salvage import decode_arguments
@@ -29,6 +30,10 @@ def json_values(text: str) -> tuple[list[Any], str]:
     decoder = json.JSONDecoder(strict=False)
     values: list[Any] = []
     i, n = 0, len(text)
+    try:
+        untrusted.check_depth(text)
+    except untrusted.TooDeep:
+        return [], text
     while i < n:
         i = _WS.match(text, i).end()  # type: ignore[union-attr]
         if i < n and values and text[i] in ",;":
@@ -37,8 +42,8 @@ def json_values(text: str) -> tuple[list[Any], str]:
         if i >= n:
             break
         try:
-            value, i = decoder.raw_decode(text, i)
-        except json.JSONDecodeError:
+            value, i = untrusted.raw_decode(decoder, text, i)
+        except ValueError:
             return values, text[i:]
         values.append(value)
     return values, ""
@@ -134,7 +139,9 @@ def _args(text: str, name: str, closed: bool) -> Item:
     if not text:  # nothing yet: only a closed call may have left its arguments out
         return (name, {}) if closed else _cut(name)
     try:
-        value = json.loads(text, strict=False)
+        value = untrusted.loads(text, strict=False)
+    except untrusted.TooDeep as exc:
+        return f"the arguments of your call to {name} are {exc}"
     except json.JSONDecodeError as exc:
         if not closed:
             return _cut(name)

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from agent import untrusted
 from agent.parsing.decoders import bare_json
 from agent.parsing.native import Item, Schemas
 from agent.parsing.typed import typed_arguments, typed_value
@@ -341,7 +342,9 @@ def _keywords(text: str) -> dict[str, Any] | None:
         if m is None:
             return None
         try:
-            out[m.group(1)] = _literal(ast.parse(part[m.end() :].strip(), mode="eval").body)
+            source = part[m.end() :].strip()
+            untrusted.check_depth(source)
+            out[m.group(1)] = untrusted.clean(_literal(ast.parse(source, mode="eval").body))
         except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
             return None
     return out

@@ -15,6 +15,7 @@ import json
 import re
 from typing import Any
 
+from agent import untrusted
 from agent.markup import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 from agent.parsing.salvage import CallSpec, decode_arguments, loads_or_none
 
@@ -206,6 +207,10 @@ def _decode_many(text: str) -> list[Any] | None:
     decoder = json.JSONDecoder(strict=False)
     values: list[Any] = []
     i, n = 0, len(text)
+    try:
+        untrusted.check_depth(text)
+    except untrusted.TooDeep:
+        return None
     while True:
         i = _WS.match(text, i).end()  # type: ignore[union-attr]
         if i == n:
@@ -214,8 +219,8 @@ def _decode_many(text: str) -> list[Any] | None:
             i += 1
             continue
         try:
-            value, i = decoder.raw_decode(text, i)
-        except json.JSONDecodeError:
+            value, i = untrusted.raw_decode(decoder, text, i)
+        except ValueError:
             return None
         values.append(value)
 
@@ -246,7 +251,9 @@ def decode_json(body: str, closed: bool) -> list[Item]:
             "between <tool_call> and </tool_call>"
         ]
     try:
-        value = json.loads(text, strict=False)
+        value = untrusted.loads(text, strict=False)
+    except untrusted.TooDeep as exc:
+        return [f"your tool call is {exc}; it was not run"]
     except json.JSONDecodeError as exc:
         many = _decode_many(text)
         if many is None:
@@ -280,7 +287,7 @@ def _param_value(raw: str) -> Any:
     if raw.endswith("\n"):
         raw = raw[:-1]
     try:
-        return json.loads(raw, parse_constant=_reject_constant)  # "NaN" stays a string
+        return untrusted.loads(raw, parse_constant=_reject_constant)  # "NaN" stays a string
     except ValueError:
         return raw
 

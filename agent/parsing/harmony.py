@@ -27,12 +27,12 @@ whitespace, the undecided leading text, the header being read. O(n) per completi
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from agent import untrusted
 from agent.history import ToolCall
 from agent.parsing.base import (
     Blocks,
@@ -98,9 +98,9 @@ def decode_arguments(body: str) -> tuple[dict[str, Any] | None, str]:
     """(arguments, "") or (None, why). A JSON string holding an object is accepted: models
     double-encode arguments often enough, and the intent is unambiguous."""
     try:
-        value = json.loads(body)
+        value = untrusted.loads(body)
         if isinstance(value, str):
-            value = json.loads(value)
+            value = untrusted.loads(value)
     except ValueError as exc:
         return None, str(exc) if body.strip() else "the body is empty"
     if not isinstance(value, dict):

@@ -15,11 +15,11 @@ belong to JSON, so an ordinary `{` in prose costs almost nothing); this module d
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Collection
 from typing import Any
 
+from agent import untrusted
 from agent.history import ToolCall
 from agent.parsing.base import Event, TextChannel
 
@@ -36,7 +36,7 @@ def decode_arguments(value: object) -> dict[str, Any] | None:
         return value
     if isinstance(value, str):
         try:
-            decoded = json.loads(value)
+            decoded = untrusted.loads(value)
         except ValueError:
             return None
         if isinstance(decoded, dict):
@@ -73,7 +73,7 @@ def salvage_calls(value: object, tool_names: Collection[str] | None = None) -> l
 def loads_or_none(text: str) -> object:
     """JSON value of `text`, or None; raw newlines inside strings are tolerated."""
     try:
-        return json.loads(text, strict=False)
+        return untrusted.loads(text, strict=False)
     except ValueError:
         return None
 

@@ -12,9 +12,10 @@ JSON is taken as JSON, else as text: what llama.cpp does for schema-less paramet
 from __future__ import annotations
 
 import ast
-import json
 from collections.abc import Mapping
 from typing import Any
+
+from agent import untrusted
 
 Schemas = Mapping[str, dict[str, Any]]
 
@@ -25,7 +26,7 @@ def _reject_constant(name: str) -> Any:
 
 def json_or_none(text: str) -> tuple[bool, Any]:
     try:
-        return True, json.loads(text, parse_constant=_reject_constant)
+        return True, untrusted.loads(text, parse_constant=_reject_constant)
     except (ValueError, RecursionError):
         return False, None
 
@@ -87,7 +88,8 @@ def typed_value(raw: str, schema: dict[str, Any] | None) -> Any:
             ok, value = json_or_none(text)
             if not ok:
                 try:  # Python literals ({'a': True}), as some models write them
-                    value, ok = ast.literal_eval(text), True
+                    untrusted.check_depth(text)
+                    value, ok = untrusted.clean(ast.literal_eval(text)), True
                 except (ValueError, SyntaxError, MemoryError, RecursionError):
                     ok = False
             if ok and isinstance(value, dict if kind == "object" else list):

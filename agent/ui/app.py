@@ -33,6 +33,7 @@ from agent.ui import commands
 from agent.ui.diff import preview_diff
 from agent.ui.input import Input, SlashCompleter
 from agent.ui.render import Renderer
+from agent.untrusted import visible
 from drivers.base import DriverError, UsageError
 
 REPLAY_MESSAGES = 6
@@ -120,9 +121,9 @@ class Repl:
         self.say(f"resumed: {len(messages)} messages; the last {len(shown)}:")
         for message in shown:
             if isinstance(message, User):
-                self.console.print(Text("> " + message.content, style="bold"))
+                self.console.print(Text("> " + visible(message.content), style="bold"))
             elif isinstance(message, Assistant):
-                self.console.print(Markdown(message.content))
+                self.console.print(Markdown(visible(message.content)))
             elif isinstance(message, AssistantToolUse):
                 c = message.call
                 call = ev.ToolCallEvent(c.id, c.name, c.arguments, c.salvaged)

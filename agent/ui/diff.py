@@ -17,6 +17,7 @@ from agent.errors import ToolError
 from agent.history import ToolCall
 from agent.permissions import resolve_in_workspace
 from agent.tools import ToolContext, ToolRegistry
+from agent.untrusted import visible
 
 MAX_DIFF_LINES = 60
 _OLD_KEYS = ("old_string", "old_text", "old", "search", "find")
@@ -94,7 +95,7 @@ def diff_text(diff: str, limit: int = MAX_DIFF_LINES) -> Text:
             style = "red"
         else:
             style = ""
-        out.append(line + "\n", style=style)
+        out.append(visible(line) + "\n", style=style)  # file text: escapes shown, not run
     if len(lines) > limit:
         out.append(f"… {len(lines) - limit} more diff lines\n", style="dim")
     out.rstrip()

@@ -8,7 +8,6 @@ block never changes, so it can leave the live region and become ordinary scrollb
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +23,7 @@ from rich.text import Text
 
 from agent import events as ev
 from agent.ui.diff import diff_text
+from agent.untrusted import json_line, visible
 
 REFRESH_S = 1 / 15
 RESULT_PREVIEW_LINES = 3
@@ -66,10 +66,10 @@ class Tail:
 
 
 def _one_line(value: Any, width: int) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = visible(value if isinstance(value, str) else json_line(value))
     if isinstance(value, str) and "\n" in value:
         n = value.count("\n") + (0 if value.endswith("\n") else 1)
-        return f"({n} lines, {len(value.encode())} bytes)"
+        return f"({n} lines, {len(value.encode('utf-8', 'replace'))} bytes)"
     return text if len(text) <= width else text[: max(1, width - 1)] + "…"
 
 
@@ -103,6 +103,7 @@ class Renderer:
         return self._live
 
     def _block(self, text: str) -> RenderableType:
+        text = visible(text)  # model text: no escape sequence reaches the terminal
         if self._kind == "reasoning":
             return Text(text, style="dim italic")
         return Markdown(text)
@@ -177,13 +178,13 @@ class Renderer:
             self.tool_result(event)
             self.waiting()  # the model is called again next
         elif isinstance(event, ev.Diagnostic):
-            self.console.print(Text(f"  ! {event.message}", style="yellow"))
+            self.console.print(Text(f"  ! {visible(event.message)}", style="yellow"))
         elif isinstance(event, ev.SessionStarted):
             self.console.print(
                 Text(f"session {event.id} · {event.model} · {event.workspace}", style="dim")
             )
         elif isinstance(event, ev.RunFinished) and event.status != "done":
-            why = f": {event.error}" if event.error else ""
+            why = f": {visible(event.error)}" if event.error else ""
             self.console.print(Text(f"■ stopped ({event.status}){why}", style="yellow"))
 
     def tool_call(self, event: ev.ToolCallEvent, preview: bool = True) -> None:
@@ -192,9 +193,9 @@ class Renderer:
         width = max(20, self.console.width - 8)
         body = Text()
         for i, (key, value) in enumerate(event.arguments.items()):
-            body.append(("\n" if i else "") + f"{key}: ", style="bold")
+            body.append(("\n" if i else "") + f"{visible(key)}: ", style="bold")
             body.append(_one_line(value, width - len(key) - 2))
-        title = event.name + (" (salvaged)" if event.salvaged else "")
+        title = visible(event.name) + (" (salvaged)" if event.salvaged else "")
         parts: list[RenderableType] = [body] if event.arguments else [Text("(no arguments)")]
         diff = self.preview(event.name, event.arguments) if preview else None
         if diff:
@@ -217,6 +218,7 @@ class Renderer:
         summary = f"  {mark} {len(lines)} line{'s' if len(lines) != 1 else ''}, "
         self.console.print(Text(summary + _size(event.content), style=style))
         for line in lines[:RESULT_PREVIEW_LINES]:
-            self.console.print(Text("    " + line, style=style, no_wrap=True, overflow="ellipsis"))
+            shown = "    " + visible(line)
+            self.console.print(Text(shown, style=style, no_wrap=True, overflow="ellipsis"))
         if len(lines) > RESULT_PREVIEW_LINES:
             self.console.print(Text(f"    … {len(lines) - RESULT_PREVIEW_LINES} more", style=style))

@@ -1,0 +1,90 @@
+"""Untrusted text: JSON decoded from it, JSON lines and terminal text written from it.
+
+Model output, tasks files and servers are hostile until proven otherwise. Python's json
+recurses once per nesting level, so an argument nested 5000 deep would end the run with
+a RecursionError; a lone surrogate (`"\\ud800"`) decodes to a string that no UTF-8 file
+or terminal can take. Everything bosun decodes from such text goes through `loads`
+(nesting bounded, surrogates replaced), and every JSON line it writes through
+`json_line`, which cannot fail on what it was given; text for a terminal goes through
+`visible`. This module imports nothing from bosun, so every layer can use it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+MAX_DEPTH = 64  # deeper than any real tool call, far below Python's recursion limit
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}()]')
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class TooDeep(ValueError):
+    """The text nests deeper than MAX_DEPTH."""
+
+
+def check_depth(text: str, limit: int = MAX_DEPTH) -> None:
+    """Raise TooDeep when brackets outside JSON strings nest deeper than `limit`; one
+    linear pass (parentheses count too, for Python literals)."""
+    depth = 0
+    for m in _TOKENS.finditer(text):
+        c = m.group()[0]
+        if c in "[{(":
+            depth += 1
+            if depth > limit:
+                raise TooDeep(f"nested deeper than {limit} levels")
+        elif c in "]})":
+            depth -= 1
+
+
+def clean(value: Any) -> Any:
+    """`value` with every lone surrogate in its strings replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+    if isinstance(value, list):
+        return [clean(v) for v in value]
+    if isinstance(value, dict):
+        return {clean(k): clean(v) for k, v in value.items()}
+    return value
+
+
+def loads(text: str, **options: Any) -> Any:
+    """json.loads, with nesting bounded (TooDeep, a ValueError) and surrogates cleaned."""
+    check_depth(text)
+    return clean(json.loads(text, **options))
+
+
+def raw_decode(decoder: json.JSONDecoder, text: str, index: int) -> tuple[Any, int]:
+    """JSONDecoder.raw_decode, bounded and cleaned like `loads` (the caller checks the
+    depth of the whole text once; this guards a text it did not check)."""
+    try:
+        value, end = decoder.raw_decode(text, index)
+    except RecursionError:
+        raise TooDeep(f"nested deeper than {MAX_DEPTH} levels") from None
+    return clean(value), end
+
+
+def json_line(record: Any) -> str:
+    """One JSON line for a file or a pipe: non-ASCII kept, lone surrogates replaced, any
+    nesting written (the encoder is iterative enough; a value too deep is summarised)."""
+    try:
+        text = json.dumps(record, ensure_ascii=False)
+    except (RecursionError, ValueError):
+        text = json.dumps({"unwritable": repr(record)[:2000]}, ensure_ascii=False)
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
+
+
+# C0 controls but newline and tab, DEL, and C1 controls: what a terminal acts on.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """`text` for a terminal, every control character shown as an escape (`\\x1b`) so
+    that file or model text cannot move the cursor, hide lines of a diff shown for
+    approval, or retitle the window. Lone surrogates are replaced too."""
+    if _SURROGATE.search(text):
+        text = _SURROGATE.sub("\ufffd", text)
+    if not _CONTROL.search(text):
+        return text
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
