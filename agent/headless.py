@@ -13,7 +13,7 @@ from typing import Any
 
 from agent import events as ev
 from agent.constraint import constraint_for
-from agent.errors import ToolError
+from agent.errors import SessionWriteError, ToolError
 from agent.gguf import GGUFError
 from agent.history import System, ToolCall
 from agent.output import JsonlPrinter, TextPrinter
@@ -217,9 +217,14 @@ def run_once(opts: RunOptions) -> int:
     if interactive:
         agent.approver = terminal_approver(agent.tools, workspace)
     try:
-        emit(ev.SessionStarted(session.id, driver.model, str(workspace)))
-        agent.add(system_message(workspace))
-        result = agent.run(opts.prompt)
+        try:
+            emit(ev.SessionStarted(session.id, driver.model, str(workspace)))
+            agent.add(system_message(workspace))
+        except SessionWriteError as exc:  # before the loop: the result is still owed
+            result = ev.RunFinished("error", 0, 0, 0, 0, 0, 0, "", error=str(exc))
+            printer(result)
+        else:
+            result = agent.run(opts.prompt)
     finally:
         session.close()
         driver.close()

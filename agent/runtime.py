@@ -158,9 +158,9 @@ class Agent:
         self._recent_calls.clear()
         self._final_text = ""
         self.usage = Usage()
-        self.add(User(prompt))
         status, error = "done", None
         try:
+            self.add(User(prompt))
             while True:
                 stopped = self._budget_exceeded()
                 if stopped is not None:

@@ -14,6 +14,7 @@ agent's other events (`tool_call`, `tool_result`, `turn`, `result`, ...) in betw
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from agent import untrusted
+from agent.errors import SessionWriteError
 from agent.events import AgentEvent
 from agent.history import (
     AssistantToolUse,
@@ -33,6 +35,7 @@ from agent.history import (
     message_from_dict,
     message_to_dict,
 )
+from drivers.base import UsageError
 
 
 def bosun_home() -> Path:
@@ -89,17 +92,32 @@ class SessionLog:
     def __init__(self, session_id: str, directory: Path | None = None) -> None:
         self.id = session_id
         folder = directory if directory is not None else sessions_dir()
-        folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / f"{session_id}.jsonl"
-        drop_torn_tail(self.path)
-        self._fh: IO[str] | None = self.path.open("a", encoding="utf-8")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            drop_torn_tail(self.path)
+            self._fh: IO[str] | None = self.path.open("a", encoding="utf-8")
+        except OSError as exc:  # BOSUN_HOME is a file, unwritable, on a full disk …
+            raise UsageError(
+                f"cannot write sessions in {folder}: {exc.strerror or exc} "
+                "(set BOSUN_HOME to a writable folder)"
+            ) from None
+        self.failed = ""
 
     def _write(self, record: dict[str, Any]) -> None:
         if self._fh is None:
             return
-        # One write call per line: a kill between two lines never tears either of them.
-        self._fh.write(untrusted.json_line(record) + "\n")
-        self._fh.flush()
+        try:
+            # One write per line: a kill between two lines never tears either of them.
+            self._fh.write(untrusted.json_line(record) + "\n")
+            self._fh.flush()
+        except OSError as exc:
+            # Say it once, then stop writing: the run ends as an error, with its result.
+            self.failed = f"cannot write the session file {self.path}: {exc.strerror or exc}"
+            with contextlib.suppress(OSError):
+                self._fh.close()
+            self._fh = None
+            raise SessionWriteError(self.failed) from None
 
     def message(self, message: Message) -> None:
         self._write({"type": "message", "message": message_to_dict(message)})
@@ -111,7 +129,8 @@ class SessionLog:
 
     def close(self) -> None:
         if self._fh is not None:
-            self._fh.close()
+            with contextlib.suppress(OSError):  # a full disk was reported when it happened
+                self._fh.close()
             self._fh = None
 
 

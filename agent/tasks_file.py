@@ -122,7 +122,8 @@ def read_tasks(opts: BatchOptions, stdin: TextIO | None = None) -> tuple[list[Ta
     else:
         label, base = str(path), path.parent
         try:
-            raw = path.read_text(encoding="utf-8")
+            # Decoded line by line below: one bad byte spoils its own line only.
+            raw = path.read_bytes().decode("utf-8", errors="surrogateescape")
         except FileNotFoundError:
             raise UsageError(f"tasks file not found: {path}") from None
         except IsADirectoryError:
@@ -137,6 +138,8 @@ def read_tasks(opts: BatchOptions, stdin: TextIO | None = None) -> tuple[list[Ta
             continue
         where = f"{label}:{lineno}"
         try:
+            if any("\udc80" <= c <= "\udcff" for c in line):
+                raise UsageError(f"{where}: not UTF-8 text")
             try:
                 data = untrusted.loads(line)
             except untrusted.TooDeep as exc:

@@ -1,20 +1,27 @@
 """The shell tool. It runs in the workspace folder and is not sandboxed beyond that:
 approval modes, not this module, decide whether it may run at all.
 
-The command gets its own process group so a timeout (or Ctrl-C) kills everything it
-started, not just the shell; nothing it starts outlives the call. Output is read by a
-thread that keeps only the head and the tail, so `yes` costs bounded memory, and the
-middle that was dropped is stated in the result.
+Nothing a command starts outlives the call. The command gets its own process group, so
+a timeout (or Ctrl-C) kills everything in it; a process that leaves the group
+(`setsid -f`, a double-forking daemon) is found by a marker in its environment, which
+it inherited, and killed too; and bosun is a child subreaper (Linux), so such orphans
+become its children and are reaped rather than left to init. Output is read by a thread
+that keeps only the head and the tail, so `yes` costs bounded memory, and the middle
+that was dropped is stated in the result.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
 import os
+import secrets
 import shutil
 import signal
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 from agent.tools.registry import ToolContext, ToolError, tool
@@ -24,6 +31,8 @@ MAX_TIMEOUT = 600
 HEAD_BYTES = 10_000
 TAIL_BYTES = 20_000  # the end of a log is where the error usually is
 GRACE_S = 0.5
+MARKER = "BOSUN_TOOL_CALL"  # in every command's environment: finds what left its group
+_PR_SET_CHILD_SUBREAPER = 36
 QUIET_ENV = {
     "PAGER": "cat",
     "GIT_PAGER": "cat",
@@ -66,9 +75,44 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
+@functools.cache
+def _become_subreaper() -> None:
+    """Orphans of a command become bosun's children instead of init's (Linux only)."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _kill_marked(marker: bytes) -> None:
+    """Kill every process whose environment carries `marker`: whatever the command left
+    behind outside its group. Twice, for a daemon that forks once more."""
+    for _ in range(2):
+        killed = []
+        for entry in os.scandir("/proc") if os.path.isdir("/proc") else ():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/environ", "rb") as fh:
+                    if marker not in fh.read().split(b"\0"):
+                        continue
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed.append(int(entry.name))
+            except (OSError, ValueError):  # gone, or not ours to read
+                continue
+        for pid in killed:  # reparented to us (subreaper): reap, or it stays a zombie
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, os.WNOHANG)
+        if not killed:
+            return
+        time.sleep(0.05)
+
+
 def run_command(command: str, cwd: Path, timeout: float) -> tuple[str, int | None]:
     """(output, exit status); status None when the timeout killed it."""
     shell = shutil.which("bash") or "/bin/sh"
+    _become_subreaper()
+    token = secrets.token_hex(8)
+    marker = f"{MARKER}={token}".encode()
     proc = subprocess.Popen(
         [shell, "-c", command],
         cwd=cwd,
@@ -76,7 +120,7 @@ def run_command(command: str, cwd: Path, timeout: float) -> tuple[str, int | Non
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
-        env={**os.environ, **QUIET_ENV},
+        env={**os.environ, **QUIET_ENV, MARKER: token},
     )
     assert proc.stdout is not None
     capture = _Capture(proc.stdout.fileno())
@@ -88,11 +132,13 @@ def run_command(command: str, cwd: Path, timeout: float) -> tuple[str, int | Non
     except BaseException:  # Ctrl-C: take the whole command down with us
         _kill_group(proc.pid)
         proc.wait()
+        _kill_marked(marker)
         raise
     # Whatever is left in the group (timed out, or backgrounded with `&`) dies now;
     # otherwise a background process holding the pipe would keep the reader waiting.
     _kill_group(proc.pid)
     proc.wait()
+    _kill_marked(marker)
     capture.thread.join(GRACE_S)
     output = capture.text()
     if not capture.thread.is_alive():  # else a process that left the group still writes

@@ -104,5 +104,3 @@ def test_grep_caps_matches_and_long_lines(run_tool: RunTool, workspace: Path) ->
     assert len(lines) == MAX_GREP_MATCHES + 1 and lines[-1].startswith("(stopped at 100 matches")
     last = run_tool("grep", pattern="hitx").content
     assert len(last) < 400 and last.endswith(" …")
-
-
