@@ -147,6 +147,23 @@ def test_glob_and_grep_never_list_or_read_outside(run_tool: RunTool, world: Path
     assert not found.is_error and found.content.startswith("(no matches")
 
 
+def test_glob_and_grep_do_not_walk_into_symlinked_folders(
+    run_tool: RunTool, tmp_path: Path, workspace: Path
+) -> None:
+    """A small world without a link to "/", so a search that follows links is caught at
+    once instead of walking the whole machine."""
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "secret.txt").write_text(SECRET)
+    (workspace / "linked").symlink_to(outside)
+    (workspace / "linked.txt").symlink_to(outside / "secret.txt")
+    for pattern in ["**/secret.txt", "**", "linked/*"]:
+        listed = run_tool("glob", pattern=pattern).content.splitlines()
+        assert not [p for p in listed if p.endswith("secret.txt")], pattern
+    assert run_tool("grep", pattern="TOP SECRET").content.startswith("(no matches")
+    assert run_tool("grep", pattern="TOP", glob="**/*.txt").content.startswith("(no matches")
+
+
 def test_symlinks_that_stay_inside_work(run_tool: RunTool, world: Path, workspace: Path) -> None:
     (workspace / "alias.txt").symlink_to("notes.txt")
     (workspace / "lib").symlink_to("sub")

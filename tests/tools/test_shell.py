@@ -40,7 +40,9 @@ def test_exit_code_is_stated_and_stdin_is_empty(run_tool: RunTool) -> None:
 
 def test_timeout_kills_the_command_and_its_children(run_tool: RunTool, workspace: Path) -> None:
     start = time.monotonic()
-    result = run_tool("bash", command="sleep 1000 & echo $! > child.pid; sleep 1000", timeout=1)
+    # `env -i`: the child carries no marker, so only the process-group kill can take it
+    command = "env -i sleep 1000 & echo $! > child.pid; sleep 1000"
+    result = run_tool("bash", command=command, timeout=1)
     elapsed = time.monotonic() - start
     assert result.is_error and "timed out after 1 s" in result.content
     assert elapsed < 4, elapsed
