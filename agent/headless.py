@@ -62,8 +62,13 @@ def trace_writer(path: Path) -> Callable[[dict[str, Any]], None]:
         raise UsageError(f"cannot write trace file {path}: {exc.strerror}") from None
 
     def write(record: dict[str, Any]) -> None:
-        with path.open("a", encoding="utf-8") as fh:
-            fh.write(json_line(record) + "\n")
+        try:
+            with path.open("a", encoding="utf-8") as fh:
+                fh.write(json_line(record) + "\n")
+        except OSError as exc:  # a full disk: the run ends as an error, with its result
+            raise SessionWriteError(
+                f"cannot write the trace file {path}: {exc.strerror or exc}"
+            ) from None
 
     return write
 
@@ -96,10 +101,14 @@ def project_instructions(workspace: Path) -> tuple[str, str]:
             fd = open_in_workspace(workspace, name, os.O_RDONLY | os.O_NONBLOCK)
         except (ToolError, OSError):
             continue
-        with os.fdopen(fd, "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
                 continue
-            data = fh.read(MAX_INSTRUCTIONS_BYTES + 1)
+            data = os.read(fd, MAX_INSTRUCTIONS_BYTES + 1)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
         text = data[:MAX_INSTRUCTIONS_BYTES].decode("utf-8", errors="replace")
         if len(data) > MAX_INSTRUCTIONS_BYTES:
             text += f"\n(… {name} is longer than {MAX_INSTRUCTIONS_BYTES} bytes; the rest is cut)"

@@ -139,20 +139,36 @@ def refuse_hardlinked(fd: int, shown: str) -> None:
         )
 
 
-def touches_git(path: object) -> bool:
-    """Whether a path argument names something inside a `.git` folder: hooks and config
-    there run commands at the user's next git command."""
-    return isinstance(path, str) and ".git" in Path(path).parts
+def touches_git(root: Path, path: object) -> bool:
+    """Whether a path argument names something inside a `.git` folder, as spelled or
+    through a symlink: hooks and config there run commands at the user's next git
+    command."""
+    if not isinstance(path, str):
+        return False
+    if ".git" in Path(path).parts:
+        return True
+    try:
+        real = resolve_in_workspace(root, path)
+    except ToolError:  # the call itself will fail
+        return False
+    return ".git" in real.relative_to(root.resolve()).parts
+
+
+def into_git(mode: str, kind: ToolKind, arguments: dict[str, object], root: Path) -> bool:
+    """A write into `.git/` in a mode that may write but is not `auto`: it asks every
+    time, whatever was answered before, since hooks and config there (core.fsmonitor)
+    run commands at the user's next git command."""
+    if kind != "write" or mode in ("auto", "read-only"):
+        return False
+    return any(touches_git(root, v) for k, v in arguments.items() if "path" in k)
 
 
 def call_decision(
-    mode: str, kind: ToolKind, arguments: dict[str, object]
+    mode: str, kind: ToolKind, arguments: dict[str, object], root: Path
 ) -> Literal["allow", "ask", "deny"]:
-    """`decision`, and a write into `.git/` asks in every mode but `auto`: hooks and
-    config there (core.fsmonitor) run commands at the user's next git command."""
+    """`decision`, with writes into `.git/` asking (see `into_git`)."""
     verdict = decision(mode, kind)
-    gated = verdict == "allow" and kind == "write" and mode != "auto"
-    if gated and any(touches_git(v) for k, v in arguments.items() if "path" in k):
+    if verdict == "allow" and into_git(mode, kind, arguments, root):
         return "ask"
     return verdict
 

@@ -29,7 +29,7 @@ from agent.history import (
 from agent.loopguard import LoopGuard
 from agent.parsing import Event
 from agent.parsing.select import ModelOutputParser
-from agent.permissions import call_decision
+from agent.permissions import call_decision, into_git
 from agent.profile import ModelProfile, profile_for
 from agent.prompt import data_spans
 from agent.tools.registry import Tool, ToolContext, ToolRegistry
@@ -376,18 +376,26 @@ class Agent:
     def _execute(self, call: ToolCall) -> ToolResult:
         tool = self.tools.get(call.name)
         if tool is not None:
-            verdict = call_decision(self.approve, tool.kind, call.arguments)
-            if verdict == "ask" and call.name not in self._always:
+            verdict = call_decision(self.approve, tool.kind, call.arguments, self.workspace)
+            # a write into .git/ asks each time: "always" for edits is not "always" for hooks
+            git = into_git(self.approve, tool.kind, call.arguments, self.workspace)
+            if verdict == "ask" and (git or call.name not in self._always):
                 if self.approver is None:
+                    why = (
+                        "writes into .git/ run commands at the next git command, so they"
+                        " need approval; only --approve auto allows them unasked"
+                        if git
+                        else "the user can rerun with --approve auto-edit or --approve auto"
+                    )
                     return ToolResult(
                         call.id,
-                        f"Error: {call.name} needs approval and nobody can approve here;"
-                        " the user can rerun with --approve auto-edit or --approve auto",
+                        f"Error: {call.name} needs approval and nobody can approve here; {why}",
                         is_error=True,
                     )
                 answer = self.approver(call, tool)
                 if answer == "always":
-                    self._always.add(call.name)
+                    if not git:
+                        self._always.add(call.name)
                 elif answer != "yes":
                     return ToolResult(call.id, "Error: the user declined this call", True)
             elif verdict == "deny":

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import json
 import re
+import reprlib
 from typing import Any
 
 MAX_DEPTH = 64  # deeper than any real tool call, far below Python's recursion limit
 _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}()]')
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_SHORT = reprlib.Repr()  # bounded depth (6 levels) and size: repr() of a deep value recurses
+_SHORT.maxstring = _SHORT.maxother = 200
 
 
 class TooDeep(ValueError):
@@ -71,12 +74,21 @@ def json_line(record: Any) -> str:
     try:
         text = json.dumps(record, ensure_ascii=False)
     except (RecursionError, ValueError):
-        text = json.dumps({"unwritable": repr(record)[:2000]}, ensure_ascii=False)
-    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
+        text = json.dumps({"unwritable": _SHORT.repr(record)}, ensure_ascii=False)
+    if _SURROGATE.search(text):
+        text = _SURROGATE.sub("\ufffd", text)
+    # NEL and the Unicode line separators are valid in JSON strings, but str.splitlines
+    # and some JSONL readers break lines at them: escape them like other controls.
+    return text.translate(_LINE_BREAKS) if _BREAKS.search(text) else text
 
 
-# C0 controls but newline and tab, DEL, and C1 controls: what a terminal acts on.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_BREAKS = re.compile("[\x85\u2028\u2029]")
+_LINE_BREAKS = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
+# C0 controls but newline and tab, DEL, and C1 controls: what a terminal acts on; and
+# the bidirectional overrides and isolates that reorder what is shown ("Trojan Source").
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def visible(text: str) -> str:
@@ -87,4 +99,9 @@ def visible(text: str) -> str:
         text = _SURROGATE.sub("\ufffd", text)
     if not _CONTROL.search(text):
         return text
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return _CONTROL.sub(_shown, text)
+
+
+def _shown(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"

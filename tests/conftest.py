@@ -9,6 +9,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from agent.history import ToolCall, ToolResult
+from agent.tools import ToolContext, default_registry
+
 if TYPE_CHECKING:
     from tests.openai_servers import Stub
 
@@ -53,3 +56,15 @@ def stub() -> Iterator[Stub]:
 
     with model_stub() as state:
         yield state
+
+
+@pytest.fixture
+def run_tool(workspace: Path) -> Callable[..., ToolResult]:
+    """run_tool("read_file", path="x") -> ToolResult, never an exception: a tool
+    called the way the loop calls it, through the registry."""
+    registry = default_registry()
+
+    def run(name: str, **arguments: object) -> ToolResult:
+        return registry.execute(ToolCall("t1", name, dict(arguments)), ToolContext(workspace))
+
+    return run

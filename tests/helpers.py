@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -49,3 +50,20 @@ def make_agent(
         profile=profile,
     )
     return agent, driver, events
+
+
+def snapshot(tmp_path: Path, workspace: Path) -> dict[str, bytes | str]:
+    """Every path under tmp_path outside the workspace, with its bytes or link target."""
+    seen: dict[str, bytes | str] = {}
+    for folder, dirs, files in os.walk(tmp_path):
+        dirs[:] = [d for d in dirs if Path(folder, d) != workspace]
+        for name in dirs + files:
+            path = Path(folder, name)
+            rel = str(path.relative_to(tmp_path))
+            if path.is_symlink():
+                seen[rel] = "-> " + os.readlink(path)
+            elif path.is_file():
+                seen[rel] = path.read_bytes()
+            else:
+                seen[rel] = "dir"
+    return seen

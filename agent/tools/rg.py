@@ -17,7 +17,9 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -74,13 +76,44 @@ def _spawn(args: Sequence[str], cwd: Path, stdin: Any, group: int | None) -> sub
         raise ToolError(f"cannot run ripgrep: {exc.strerror or exc}") from None
 
 
-def run_rg(
-    args: Sequence[str], cwd: Path, keep: int, filter_args: Sequence[str] = ()
-) -> tuple[list[str], int, str]:
-    """(the first `keep` output lines, how many lines there were in all, an error line
-    or ""). With `filter_args`, rg's output is piped through a second rg (a linear-time
-    filter over file names). rg's exit status 1 (nothing found) is no error. Raises
-    ToolError when rg cannot run or runs out of time."""
+class _Blocked(Exception):
+    """rg sat in open() on a FIFO: an ignore file (a .gitignore deeper down) that is a
+    named pipe, which nothing will ever write to."""
+
+
+@dataclass
+class Found:
+    lines: list[str]  # the first `keep` output lines
+    total: int  # how many lines there were in all
+    error: str = ""  # one line, or "" (rg's "nothing found" is no error)
+    notes: list[str] = field(default_factory=list)  # what the model should know
+
+
+FIFO_NOTE = "(ignore files were not applied: one of them is a named pipe, which cannot be read)"
+MEMORY_NOTE = "(ignore files were not applied: matching them needed more memory than allowed)"
+MEMORY_ERROR = "the search needed more memory than it may use; narrow it"
+
+
+def run_rg(args: Sequence[str], cwd: Path, keep: int, filter_args: Sequence[str] = ()) -> Found:
+    """Run rg (with `filter_args`, its output piped through a second rg: a linear-time
+    filter over file names). Raises ToolError when rg cannot run or runs out of time.
+    A walk stuck on a named pipe posing as an ignore file, or out of memory (ignore
+    files of thousands of pathological globs), is run again without ignore files, and
+    says so."""
+    try:
+        found = _run(args, cwd, keep, filter_args)
+    except _Blocked:
+        note = FIFO_NOTE
+    else:
+        if found.error != MEMORY_ERROR or "--no-ignore" in args:
+            return found
+        note = MEMORY_NOTE  # thousands of pathological ignore globs, most likely
+    found = _run(["--no-ignore", *args], cwd, keep, filter_args)
+    found.notes.append(note)
+    return found
+
+
+def _run(args: Sequence[str], cwd: Path, keep: int, filter_args: Sequence[str]) -> Found:
     first = _spawn([*BASE_ARGS, *args], cwd, subprocess.DEVNULL, None)
     procs = [first]
     if filter_args:
@@ -88,15 +121,7 @@ def run_rg(
         assert first.stdout is not None
         first.stdout.close()  # the filter owns the pipe now
     last = procs[-1]
-    fired = threading.Event()
-
-    def stop() -> None:  # only signals: the reading thread sees the pipe close
-        fired.set()
-        with contextlib.suppress(OSError):
-            os.killpg(first.pid, signal.SIGKILL)
-
-    timer = threading.Timer(TIMEOUT_S, stop)
-    timer.start()
+    watch = _Watchdog(first.pid)
     kept: list[str] = []
     total = 0
     sep = b"\x00" if filter_args else b"\n"  # file names: NUL-separated, as they may hold "\n"
@@ -109,22 +134,82 @@ def run_rg(
         statuses = [p.wait() for p in procs]
         stderr = first.stderr.read(4096).decode("utf-8", errors="replace") if first.stderr else ""
     finally:
-        timer.cancel()
+        watch.stop()
         for p in procs:
             _kill(p)
-    if fired.is_set():
+    if watch.verdict == "fifo":
+        raise _Blocked
+    if watch.verdict == "timeout":
         raise ToolError(
             f"the search ran for more than {TIMEOUT_S:.0f} s and was stopped; "
             "narrow the path, the pattern or the glob"
         )
-    error = ""
+    found = Found(kept, total)
     bad = next((st for st in statuses if st not in (0, 1)), None)
-    if bad is not None:
-        line = next((ln for ln in stderr.splitlines() if ln.strip()), "")
-        error = line.removeprefix("rg: ") or f"ripgrep failed (exit status {bad})"
-        if bad < 0 or "memory" in error.lower() or "allocat" in error.lower():
-            error = "the search needed more memory than it may use; narrow it"
-    return kept, total, error
+    if bad is None:
+        return found
+    found.error = _error_line(stderr)
+    if bad < 0 or "memory" in found.error.lower() or "allocat" in found.error.lower():
+        found.error = MEMORY_ERROR
+    elif not found.error:  # --no-messages: a file vanished or could not be read
+        found.notes.append("(some files could not be read, or changed during the search)")
+    return found
+
+
+class _Watchdog:
+    """Kills rg's process group when time runs out, or as soon as rg is seen waiting in
+    open() for a FIFO's writer (Linux shows it as wchan "wait_for_partner"): nothing
+    would ever write, so waiting out the timeout would only waste it."""
+
+    POLL_S = 0.1
+
+    def __init__(self, pgid: int) -> None:
+        self.pgid = pgid
+        self.verdict = ""
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        deadline = time.monotonic() + TIMEOUT_S
+        waits = 0
+        while not self._done.wait(self.POLL_S):
+            waits = waits + 1 if _waits_for_fifo(self.pgid) else 0
+            if waits >= 2 or time.monotonic() > deadline:
+                self.verdict = "fifo" if waits >= 2 else "timeout"
+                with contextlib.suppress(OSError):  # the reader sees the pipe close
+                    os.killpg(self.pgid, signal.SIGKILL)
+                return
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+
+def _waits_for_fifo(pid: int) -> bool:
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:  # gone, or no /proc: the timeout still holds
+        return False
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/wchan") as fh:
+                if fh.read().strip() == "wait_for_partner":
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def _error_line(stderr: str) -> str:
+    """rg's message in one line: "regex parse error: unclosed group", not the pattern
+    drawn over three lines with a caret under it."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    head = lines[0].removeprefix("rg: ").rstrip(":")
+    cause = next((ln.removeprefix("error: ") for ln in lines[1:] if ln.startswith("error:")), "")
+    return f"{head}: {cause}" if cause else head
 
 
 def _records(stream: Any, sep: bytes) -> Iterator[bytes]:

@@ -83,28 +83,57 @@ def _become_subreaper() -> None:
         libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
+def _scan(marker: bytes) -> tuple[list[int], bool]:
+    """(pids that carry `marker`, whether some child of ours could not be read yet: a
+    process in the middle of exec shows an empty environment for a moment)."""
+    marked, unsure = [], False
+    me = os.getpid()
+    for entry in os.scandir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            with open(f"/proc/{entry.name}/environ", "rb") as fh:
+                env = fh.read()
+            if marker in env.split(b"\0"):
+                marked.append(int(entry.name))
+            elif not env:
+                with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                    fields = fh.read().rsplit(b") ", 1)[1].split()
+                unsure |= fields[0] != b"Z" and int(fields[1]) == me
+        except (OSError, ValueError, IndexError):  # gone, or not ours to read
+            continue
+    return marked, unsure
+
+
+def _reap(pids: list[int]) -> None:
+    """Orphans reparented to us (subreaper) stay zombies until waited for."""
+    deadline = time.monotonic() + 0.5
+    waiting = set(pids)
+    while waiting and time.monotonic() < deadline:
+        for pid in list(waiting):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:  # not our child: init reaps it
+                done = pid
+            if done:
+                waiting.discard(pid)
+        if waiting:
+            time.sleep(0.005)
+
+
 def _kill_marked(marker: bytes) -> None:
     """Kill every process whose environment carries `marker`: whatever the command left
-    behind outside its group. Twice, for a daemon that forks once more."""
-    for _ in range(2):
-        killed = []
-        for entry in os.scandir("/proc") if os.path.isdir("/proc") else ():
-            if not entry.name.isdigit() or int(entry.name) == os.getpid():
-                continue
-            try:
-                with open(f"/proc/{entry.name}/environ", "rb") as fh:
-                    if marker not in fh.read().split(b"\0"):
-                        continue
-                os.kill(int(entry.name), signal.SIGKILL)
-                killed.append(int(entry.name))
-            except (OSError, ValueError):  # gone, or not ours to read
-                continue
-        for pid in killed:  # reparented to us (subreaper): reap, or it stays a zombie
-            with contextlib.suppress(ChildProcessError, OSError):
-                os.waitpid(pid, os.WNOHANG)
-        if not killed:
+    behind outside its group. Again while anything was found or could not be read, for
+    a daemon that forks once more or a process caught in the middle of exec."""
+    for _ in range(10):
+        marked, unsure = _scan(marker)
+        for pid in marked:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        _reap(marked)
+        if not marked and not unsure:
             return
-        time.sleep(0.05)
+        time.sleep(0.01)
 
 
 def run_command(command: str, cwd: Path, timeout: float) -> tuple[str, int | None]:

@@ -7,7 +7,6 @@ only "the result said Error".
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,26 +15,10 @@ import pytest
 import agent.permissions as permissions
 from agent.errors import ToolError
 from agent.permissions import resolve_in_workspace
+from tests.helpers import snapshot
 from tests.tools.conftest import RunTool
 
 SECRET = "TOP SECRET: outside the workspace"
-
-
-def snapshot(tmp_path: Path, workspace: Path) -> dict[str, bytes | str]:
-    """Every path under tmp_path outside the workspace, with its bytes or link target."""
-    seen: dict[str, bytes | str] = {}
-    for folder, dirs, files in os.walk(tmp_path):
-        dirs[:] = [d for d in dirs if Path(folder, d) != workspace]
-        for name in dirs + files:
-            path = Path(folder, name)
-            rel = str(path.relative_to(tmp_path))
-            if path.is_symlink():
-                seen[rel] = "-> " + os.readlink(path)
-            elif path.is_file():
-                seen[rel] = path.read_bytes()
-            else:
-                seen[rel] = "dir"
-    return seen
 
 
 @pytest.fixture
