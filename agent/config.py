@@ -8,21 +8,26 @@ user's own setting. A repository someone cloned must not be able to switch on
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 import tomllib
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from agent.permissions import APPROVE_MODES
 from agent.session import bosun_home
+from agent.untrusted import TooDeep, check_depth
 from drivers.base import UsageError
-from drivers.bundled import DEFAULT_MODEL
+from drivers.bundled import BUNDLED, DEFAULT_MODEL
 
 CONSTRAIN_MODES = ("auto", "always", "never")
 WORKSPACE_FILE = ".bosun.toml"
 # Least to most permissive: what a workspace file may only move down.
 _PERMISSIVENESS = {"read-only": 0, "ask": 1, "auto-edit": 2, "auto": 3}
+MAX_CONFIG_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -37,13 +42,37 @@ def user_config_path() -> Path:
     return bosun_home() / "config.toml"
 
 
-def _parse(path: Path) -> dict[str, Any]:
-    """The settings in one file, checked, with errors that name the file and the key."""
+def _read(path: Path) -> str:
+    """A config file's text: a regular file (a FIFO is not waited on) of at most
+    MAX_CONFIG_BYTES, so a file planted in a repository cannot hang or bloat a start."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UsageError(f"{path} is not a regular file")
+        if info.st_size > MAX_CONFIG_BYTES:
+            raise UsageError(f"{path} is {info.st_size} bytes; a config file has at most 64 kB")
+        data = os.read(fd, MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path} is not valid UTF-8: {exc.reason} at byte {exc.start}") from None
+
+
+def _parse(path: Path) -> dict[str, Any]:
+    """The settings in one file, checked, with errors that name the file and the key."""
+    text = _read(path)
+    try:
+        check_depth(text)  # tomllib recurses once per nested array or table
+        data = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, TooDeep) as exc:
         raise UsageError(f"{path} is not valid TOML: {exc}") from None
     known = {f.name for f in fields(Config)}
     out: dict[str, Any] = {}
@@ -72,8 +101,16 @@ def load_config(workspace: Path | None = None, *, user_file: Path | None = None)
     if user.is_file():
         config = replace(config, **_parse(user))
     local = workspace / WORKSPACE_FILE if workspace is not None else None
-    if local is not None and local.is_file():
+    if local is not None and (local.exists() or local.is_symlink()):
         settings = _parse(local)
+        model = settings.get("model")
+        if model is not None and not _model_a_workspace_may_choose(model):
+            sys.stderr.write(
+                f"bosun: ignoring model = {model!r} in {local}: a workspace file may only"
+                " name a bundled model or a server on this machine (set it in"
+                f" {user} or pass --model)\n"
+            )
+            del settings["model"]
         wanted = settings.get("approve")
         if wanted is not None and _PERMISSIVENESS[wanted] > _PERMISSIVENESS[config.approve]:
             sys.stderr.write(
@@ -84,6 +121,17 @@ def load_config(workspace: Path | None = None, *, user_file: Path | None = None)
             del settings["approve"]
         config = replace(config, **settings)
     return config
+
+
+def _model_a_workspace_may_choose(model: str) -> bool:
+    """A cloned repository must not send your conversation to its own server, or load a
+    GGUF file it ships (a parser attack surface): bundled models and loopback servers."""
+    if model.strip().lower() in BUNDLED:
+        return True
+    if not model.startswith("openai:"):
+        return False
+    host = urlsplit(model.removeprefix("openai:").split("#", 1)[0]).hostname or ""
+    return host == "localhost" or host == "::1" or host.startswith("127.")
 
 
 def resolve(

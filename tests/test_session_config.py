@@ -21,11 +21,13 @@ def test_defaults_without_files(workspace: Path) -> None:
 
 def test_user_file_then_workspace_file_then_flags(workspace: Path) -> None:
     write(user_config_path(), 'model = "a.gguf"\nconstrain = "never"\ncontext_size = 4096\n')
-    write(workspace / ".bosun.toml", 'model = "b.gguf"\n')
-    assert load_config(workspace) == Config("b.gguf", "ask", "never", 4096)
+    write(workspace / ".bosun.toml", 'model = "openai:http://127.0.0.1:8080/v1#b"\n')
+    assert load_config(workspace) == Config(
+        "openai:http://127.0.0.1:8080/v1#b", "ask", "never", 4096
+    )
     flags = resolve(workspace, model="c.gguf", constrain="always", context_size=2048)
     assert flags == Config("c.gguf", "ask", "always", 2048)
-    assert resolve(workspace, approve=None).model == "b.gguf"  # None means "not given"
+    assert resolve(workspace, approve=None).model.endswith("#b")  # None means "not given"
 
 
 def test_a_workspace_file_cannot_loosen_approval(
