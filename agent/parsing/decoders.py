@@ -12,41 +12,15 @@ import re
 from typing import Any
 
 from agent import untrusted
-from agent.parsing.envelope import call_fields, decode_json
+from agent.parsing.envelope import call_fields, decode_json, json_values
 from agent.parsing.native import Item, Prose, Schemas
 from agent.parsing.salvage import decode_arguments
 
-_WS = re.compile(r"\s*")
 _NAME = re.compile(r"[A-Za-z_][\w.\-:/]*")
 
 
 def why(exc: json.JSONDecodeError) -> str:
     return f"{exc.msg} (line {exc.lineno} column {exc.colno})"
-
-
-def json_values(text: str) -> tuple[list[Any], str]:
-    """Every JSON value in `text`, one after another (separated by whitespace, commas or
-    semicolons), and the text left after the last one ("" when all of it was JSON)."""
-    decoder = json.JSONDecoder(strict=False)
-    values: list[Any] = []
-    i, n = 0, len(text)
-    try:
-        untrusted.check_depth(text)
-    except untrusted.TooDeep:
-        return [], text
-    while i < n:
-        i = _WS.match(text, i).end()  # type: ignore[union-attr]
-        if i < n and values and text[i] in ",;":
-            i += 1
-            continue
-        if i >= n:
-            break
-        try:
-            value, i = untrusted.raw_decode(decoder, text, i)
-        except ValueError:
-            return values, text[i:]
-        values.append(value)
-    return values, ""
 
 
 def _flatten(values: list[Any]) -> list[Any]:

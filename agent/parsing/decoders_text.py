@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from agent import untrusted
@@ -256,24 +256,8 @@ def _split_python_calls(text: str) -> list[tuple[str, str]] | None:
             rest = text[i:].strip()
             return out if rest == "]" or (not out and rest == "]") else None
         start = m.end() - 1
-        depth, quote, j = 0, "", start
-        while j < len(text):
-            c = text[j]
-            if quote:
-                if c == "\\":
-                    j += 1
-                elif c == quote:
-                    quote = ""
-            elif c in "\"'":
-                quote = c
-            elif c in "([{":
-                depth += 1
-            elif c in ")]}":
-                depth -= 1
-                if depth == 0:
-                    break
-            j += 1
-        if j >= len(text):
+        j = next((j for j, c, depth in _structure(text, start) if c in ")]}" and not depth), -1)
+        if j < 0:
             return None
         out.append((m.group(1), text[start : j + 1]))
         i = j + 1
@@ -304,9 +288,10 @@ def pythonic(body: str, closed: bool, _schemas: Schemas | None = None) -> list[I
     return items
 
 
-def _top_level(text: str, sep: str) -> list[str]:
-    """`text` split at `sep` where it stands outside strings and brackets."""
-    parts, depth, quote, start, j = [], 0, "", 0, 0
+def _structure(text: str, start: int = 0) -> Iterator[tuple[int, str, int]]:
+    """(index, character, depth after it) for every character of `text` from `start`
+    that stands outside a quoted string: one scanner for splitting Python-like calls."""
+    depth, quote, j = 0, "", start
     while j < len(text):
         c = text[j]
         if quote:
@@ -316,14 +301,19 @@ def _top_level(text: str, sep: str) -> list[str]:
                 quote = ""
         elif c in "\"'":
             quote = c
-        elif c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        elif c == sep and depth == 0:
+        else:
+            depth += (c in "([{") - (c in ")]}")
+            yield j, c, depth
+        j += 1
+
+
+def _top_level(text: str, sep: str) -> list[str]:
+    """`text` split at `sep` where it stands outside strings and brackets."""
+    parts, start = [], 0
+    for j, c, depth in _structure(text):
+        if c == sep and depth == 0:
             parts.append(text[start:j])
             start = j + 1
-        j += 1
     parts.append(text[start:])
     return parts
 

@@ -202,27 +202,35 @@ def _unfence(body: str) -> str:
     return inner
 
 
-def _decode_many(text: str) -> list[Any] | None:
-    """Several JSON values one after another (some models batch calls in one envelope)."""
+def json_values(text: str) -> tuple[list[Any], str]:
+    """Every JSON value in `text`, one after another (separated by whitespace, commas or
+    semicolons), and the text left after the last one ("" when all of it was JSON)."""
     decoder = json.JSONDecoder(strict=False)
     values: list[Any] = []
     i, n = 0, len(text)
     try:
         untrusted.check_depth(text)
     except untrusted.TooDeep:
-        return None
-    while True:
+        return [], text
+    while i < n:
         i = _WS.match(text, i).end()  # type: ignore[union-attr]
-        if i == n:
-            return values if len(values) > 1 else None
-        if values and text[i] == ",":
+        if i < n and values and text[i] in ",;":
             i += 1
             continue
+        if i >= n:
+            break
         try:
             value, i = untrusted.raw_decode(decoder, text, i)
         except ValueError:
-            return None
+            return values, text[i:]
         values.append(value)
+    return values, ""
+
+
+def _decode_many(text: str) -> list[Any] | None:
+    """Several JSON values one after another (some models batch calls in one envelope)."""
+    values, rest = json_values(text)
+    return values if not rest and len(values) > 1 else None
 
 
 def call_fields(value: object) -> Item:
