@@ -15,6 +15,7 @@ import pytest
 import agent.permissions as permissions
 from agent.errors import ToolError
 from agent.permissions import resolve_in_workspace
+from agent.tools.rg import run_rg
 from tests.helpers import snapshot
 from tests.tools.conftest import RunTool
 
@@ -145,6 +146,10 @@ def test_glob_and_grep_do_not_walk_into_symlinked_folders(
         assert not [p for p in listed if p.endswith("secret.txt")], pattern
     assert run_tool("grep", pattern="TOP SECRET").content.startswith("(no matches")
     assert run_tool("grep", pattern="TOP", glob="**/*.txt").content.startswith("(no matches")
+    # the walk itself, under the recheck that would also drop such names: rg never
+    # follows a link, so there is nothing to drop
+    walked = run_rg(["--files"], workspace, 100).lines
+    assert walked and not [p for p in walked if "secret" in p], walked
 
 
 def test_symlinks_that_stay_inside_work(run_tool: RunTool, world: Path, workspace: Path) -> None:
