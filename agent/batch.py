@@ -27,6 +27,7 @@ from typing import Any, TextIO
 
 from agent import events as ev
 from agent.constraint import constraint_for
+from agent.errors import UsageError
 from agent.headless import build_agent, profile_of, system_message, trace_writer
 from agent.output import JsonlPrinter
 from agent.profile import ModelProfile
@@ -35,7 +36,7 @@ from agent.session import SessionLog, new_session_id
 from agent.tasks_file import BadLine, BatchOptions, Task, load_tasks, read_tasks
 from agent.tools import default_registry
 from agent.untrusted import json_line
-from drivers.base import Driver, UsageError
+from drivers.base import Driver
 
 EXIT_INTERRUPTED = 130
 

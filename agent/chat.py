@@ -17,6 +17,7 @@ from typing import Any
 from agent import events as ev
 from agent.config import Config
 from agent.constraint import constraint_for
+from agent.errors import UsageError
 from agent.headless import profile_of, system_message
 from agent.history import Assistant, Message, ToolCall, ToolResult
 from agent.markup import TOOL_CALL_OPEN, TOOL_RESULT_OPEN, WIRE_CALL_OPEN
@@ -32,7 +33,7 @@ from agent.session import (
 )
 from agent.tools import Tool, default_registry
 from drivers import open_driver
-from drivers.base import Chunk, Driver, Usage, UsageError
+from drivers.base import Chunk, Driver, Usage
 
 INTERRUPTED_CALL = "Error: the user interrupted before this call ran"
 STOPPED_CALL = "Error: the user interrupted this call while it ran; its effect may be partial"

@@ -52,7 +52,7 @@ class BosunApp(typer.Typer):
     """Typer, with bosun's error policy applied around every command."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from drivers.base import DriverError, UsageError
+        from agent.errors import DriverError, UsageError
 
         try:
             code = super().__call__(*args, standalone_mode=False, **kwargs)

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from agent.errors import UsageError
 from agent.permissions import APPROVE_MODES
 from agent.session import bosun_home
 from agent.untrusted import TooDeep, check_depth
-from drivers.base import UsageError
 from drivers.bundled import BUNDLED, DEFAULT_MODEL
 
 CONSTRAIN_MODES = ("auto", "always", "never")

@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 
+from agent.errors import UsageError
 from agent.history import AssistantToolUse, Message, ToolCall, User
 from agent.profile import ModelProfile
 from agent.tools import ToolRegistry
-from drivers.base import Driver, UsageError
+from drivers.base import Driver
 
 SMALL_MODEL_PARAMS = 3_000_000_000
 Constraint = Callable[[Sequence[Message]], str | None]

@@ -1,6 +1,21 @@
-"""Errors shared across modules that must not import each other."""
+"""bosun's errors, in one place.
 
-from drivers.base import DriverError
+Two kinds, kept apart on purpose: a ToolError is the model's mistake and goes back to
+the model as an error result; everything else is the harness's (or the user's) and ends
+the run. DriverError and UsageError are defined beside the driver protocol, because
+drivers raise them and may not import `agent` beyond its history; they are re-exported
+here so that `agent` modules name every error from one module.
+
+    Exception
+    ├── ToolError              the model asked for something that cannot be done
+    └── DriverError            a backend failed: the run ends with status "error", exit 1
+        ├── UsageError         the user's input (flags, files, config): exit 2
+        └── SessionWriteError  the session or trace file cannot be written
+"""
+
+from drivers.base import DriverError, UsageError
+
+__all__ = ["DriverError", "SessionWriteError", "ToolError", "UsageError"]
 
 
 class ToolError(Exception):

@@ -13,7 +13,7 @@ from typing import Any
 
 from agent import events as ev
 from agent.constraint import constraint_for
-from agent.errors import SessionWriteError, ToolError
+from agent.errors import SessionWriteError, ToolError, UsageError
 from agent.gguf import GGUFError
 from agent.history import System, ToolCall
 from agent.output import JsonlPrinter, TextPrinter
@@ -25,7 +25,7 @@ from agent.session import SessionLog, new_session_id
 from agent.tools import Tool, ToolContext, ToolRegistry, default_registry
 from agent.untrusted import json_line, visible
 from drivers import open_driver
-from drivers.base import Driver, UsageError
+from drivers.base import Driver
 
 EXIT_CODES = {"done": 0, "error": 1, "max_turns": 3, "stuck": 3, "interrupted": 130}
 

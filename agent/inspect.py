@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from agent.errors import UsageError
 from agent.gguf import GGUFError
 from agent.history import Message
 from agent.profile import bundled_models, profile_for
@@ -12,7 +13,6 @@ from agent.prompt import load_messages, render_for_model
 from agent.session import load_messages as load_session_messages
 from agent.session import sessions_dir
 from agent.tools import default_registry
-from drivers.base import UsageError
 
 
 def models_rows(extra: list[str]) -> list[dict[str, str]]:

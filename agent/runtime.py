@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agent import events as ev
+from agent.errors import DriverError
 from agent.history import (
     Assistant,
     AssistantToolUse,
@@ -34,7 +35,7 @@ from agent.profile import ModelProfile, profile_for
 from agent.prompt import data_spans
 from agent.tools.registry import Tool, ToolContext, ToolRegistry
 from agent.wire import wire_to_canonical
-from drivers.base import Driver, DriverError, Usage
+from drivers.base import Driver, Usage
 
 Approval = Literal["yes", "no", "always"]
 Approver = Callable[[ToolCall, Tool], Approval]

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from agent import untrusted
-from agent.errors import SessionWriteError
+from agent.errors import SessionWriteError, UsageError
 from agent.events import AgentEvent
 from agent.history import (
     AssistantToolUse,
@@ -35,7 +35,6 @@ from agent.history import (
     message_from_dict,
     message_to_dict,
 )
-from drivers.base import UsageError
 
 
 def bosun_home() -> Path:

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from agent import untrusted
+from agent.errors import UsageError
 from agent.headless import check_workspace
 from agent.permissions import APPROVE_MODES
-from drivers.base import UsageError
 
 TASK_KEYS = ("id", "prompt", "workspace", "max_turns", "max_tokens", "approve")
 

@@ -15,6 +15,7 @@ from rich.text import Text
 from agent import events as ev
 from agent.chat import ChatSession
 from agent.config import Config, resolve
+from agent.errors import DriverError, UsageError
 from agent.headless import check_workspace
 from agent.history import (
     Assistant,
@@ -34,7 +35,6 @@ from agent.ui.diff import preview_diff
 from agent.ui.input import Input, SlashCompleter
 from agent.ui.render import Renderer
 from agent.untrusted import visible
-from drivers.base import DriverError, UsageError
 
 REPLAY_MESSAGES = 6
 _ANSWERS: dict[str, Approval] = {"y": "yes", "yes": "yes", "n": "no", "no": "no"}

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 from rich.text import Text
 
+from agent.errors import UsageError
 from agent.history import to_json
 from agent.inspect import session_path, sessions_rows
 from agent.permissions import APPROVE_MODES, decision
-from drivers.base import UsageError
 
 if TYPE_CHECKING:
     from agent.ui.app import Repl
