@@ -314,7 +314,7 @@ def models(
 ) -> None:
     """Bundled models, or each given GGUF's resolved profile: template, tool format,
     reasoning markers, wire remap and every adaptation bosun makes, with its reason."""
-    from agent.inspect import models_rows
+    from agent.listing import models_rows
 
     rows = models_rows(paths or [])
     if json_out:
@@ -341,7 +341,7 @@ def render(
     ] = None,
 ) -> None:
     """Print the exact prompt a model would be sent (wire form where it applies)."""
-    from agent.inspect import render_command
+    from agent.listing import render_command
 
     sys.stdout.write(render_command(model, session, messages))
 
@@ -353,7 +353,7 @@ app.add_typer(sessions_app, name="sessions")
 @sessions_app.command("list")
 def sessions_list() -> None:
     """List saved sessions, oldest first."""
-    from agent.inspect import sessions_rows
+    from agent.listing import sessions_rows
 
     _table(sessions_rows(), ["id", "model", "workspace", "prompt"])
 
@@ -364,7 +364,7 @@ def sessions_show(
 ) -> None:
     """Print a session's structured history as JSON lines."""
     from agent.history import message_to_dict
-    from agent.inspect import session_history
+    from agent.listing import session_history
 
     for message in session_history(session_id):
         typer.echo(json.dumps(message_to_dict(message), ensure_ascii=False))

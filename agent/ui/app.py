@@ -26,7 +26,7 @@ from agent.history import (
     ToolResult,
     User,
 )
-from agent.inspect import session_path
+from agent.listing import session_path
 from agent.runtime import Approval
 from agent.session import bosun_home, latest_session, load_session
 from agent.tools import Tool

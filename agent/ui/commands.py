@@ -16,7 +16,7 @@ from rich.text import Text
 
 from agent.errors import UsageError
 from agent.history import to_json
-from agent.inspect import session_path, sessions_rows
+from agent.listing import session_path, sessions_rows
 from agent.permissions import APPROVE_MODES, decision
 
 if TYPE_CHECKING:
