@@ -63,7 +63,7 @@ class CallAssembler:
     Servers send a call as an `index`, then its id and name, then the arguments in
     fragments. A call is complete when a later index starts or the stream finishes;
     only a finish by max_tokens leaves the last one unfinished (a truncated call is
-    never run: contract toolcall-salvage-v1).
+    never run: contract native-formats-v1).
     """
 
     def __init__(self) -> None:
