@@ -33,7 +33,7 @@ from agent.session import (
 )
 from agent.tools import Tool, default_registry
 from drivers import open_driver
-from drivers.base import Chunk, Driver, Usage
+from drivers.base import Chunk, Driver, Usage, partial_suffix
 
 INTERRUPTED_CALL = "Error: the user interrupted before this call ran"
 STOPPED_CALL = "Error: the user interrupted this call while it ran; its effect may be partial"
@@ -54,11 +54,8 @@ def cut_partial_marker(text: str) -> str:
     was holding back; its final flush hands such a fragment over as text, and it must
     not reach history (a model shown it would learn to write broken calls).
     """
-    for marker in _OPENERS:
-        for k in range(len(marker) - 1, 0, -1):
-            if text.endswith(marker[:k]):
-                return text[:-k].rstrip()
-    return text.rstrip()
+    k = partial_suffix(text, _OPENERS)
+    return (text[:-k] if k else text).rstrip()
 
 
 class Interrupt:

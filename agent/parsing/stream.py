@@ -23,7 +23,13 @@ import re
 from collections.abc import Collection, Iterable
 
 from agent.history import ToolCall
-from agent.markup import TOOL_CALL_CLOSE, TOOL_CALL_OPEN, TOOL_RESULT_CLOSE, TOOL_RESULT_OPEN
+from agent.markup import (
+    TOOL_CALL_CLOSE,
+    TOOL_CALL_OPEN,
+    TOOL_RESULT_CLOSE,
+    TOOL_RESULT_OPEN,
+    partial_suffix,
+)
 from agent.parsing import envelope as env
 from agent.parsing import salvage
 from agent.parsing.base import (
@@ -52,15 +58,6 @@ _SPECIAL = re.compile(r"[<`\n]")
 _SPECIAL_SALVAGE = re.compile(r"[<`\n{[]")
 _LONGEST = max(map(len, _MARKERS))
 PROSE, THINK, RESULT, CALL, FENCE, CANDIDATE = range(6)
-
-
-def _partial_suffix(buf: str, i: int, marker: str) -> int:
-    """Length of the longest suffix of buf[i:] that is a proper prefix of `marker`."""
-    n = len(buf)
-    for k in range(min(len(marker) - 1, n - i), 0, -1):
-        if buf.endswith(marker[:k]):
-            return k
-    return 0
 
 
 class GenericStreamParser:
@@ -292,7 +289,9 @@ class GenericStreamParser:
         buf, i = self._buf, self._i
         j = buf.find(close, i)
         if j < 0:
-            keep = 0 if self._final else _partial_suffix(buf, i, close)
+            keep = (
+                0 if self._final else partial_suffix(buf[max(i, len(buf) - len(close)) :], (close,))
+            )
             sink(buf[i : len(buf) - keep])  # type: ignore[operator]
             self._i = len(buf) - keep
             return False
