@@ -33,6 +33,12 @@ def _cut_off(name: str) -> str:
     return f"your call to {name} was cut off before it ended; it was not run"
 
 
+def _never_closed(body: str, closer: str, start: int, closed: bool) -> bool:
+    """A call starting at `start` of a region that was cut off, with no `closer` after
+    it: a cut-off call, never run (searched in place, without copying the rest)."""
+    return not closed and body.find(closer, start) < 0
+
+
 def xml_family(
     call: str, param: str, *, call_end: str, value: Callable[[str], str] = _strip_one_newline
 ) -> Callable[[str, bool, Schemas], list[Item]]:
@@ -48,7 +54,7 @@ def xml_family(
             if not name:
                 items.append("your tool call has no name")
                 continue
-            if not closed and call_end not in body[m.start() :]:
+            if _never_closed(body, call_end, m.start(), closed):
                 items.append(_cut_off(name))
                 continue
             pairs = [(p.group(1).strip(), value(p.group(2))) for p in param_re.finditer(inner)]
@@ -94,7 +100,7 @@ def deepseek_dsml(body: str, closed: bool, schemas: Schemas) -> list[Item]:
     items: list[Item] = []
     for m in _DSML_CALL.finditer(body):
         name = m.group(1).strip()
-        if not closed and "</｜DSML｜invoke>" not in body[m.start() :]:
+        if _never_closed(body, "</｜DSML｜invoke>", m.start(), closed):
             items.append(_cut_off(name))
             continue
         args: dict[str, Any] = {}
@@ -138,7 +144,7 @@ def hy3_xml(body: str, closed: bool, schemas: Schemas) -> list[Item]:
     for m in _HY3_CALL.finditer(body):
         name, _, rest = m.group(1).partition("<tool_sep:opensource>")
         name = name.strip()
-        if not closed and "</tool_call:opensource>" not in body[m.start() :]:
+        if _never_closed(body, "</tool_call:opensource>", m.start(), closed):
             items.append(_cut_off(name))
             continue
         pairs = [(p.group(1).strip(), p.group(2)) for p in _HY3_PAIR.finditer(rest)]
@@ -157,7 +163,7 @@ def minimax_m3(body: str, closed: bool, schemas: Schemas) -> list[Item]:
     items: list[Item] = []
     for m in _M3_CALL.finditer(text):
         name = m.group(1).strip()
-        if not closed and "</invoke>" not in text[m.start() :]:
+        if _never_closed(text, "</invoke>", m.start(), closed):
             items.append(_cut_off(name))
             continue
         pairs = [(p.group(1), p.group(2)) for p in _M3_PARAM.finditer(m.group(2))]
@@ -183,7 +189,7 @@ def kimi_k3(body: str, closed: bool, schemas: Schemas) -> list[Item]:
     items: list[Item] = []
     for m in _K3_CALL.finditer(body):
         name = m.group(1).strip()
-        if not closed and "<|close|>call<|sep|>" not in body[m.start() :]:
+        if _never_closed(body, "<|close|>call<|sep|>", m.start(), closed):
             items.append(_cut_off(name))
             continue
         args: dict[str, Any] = {}
