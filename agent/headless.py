@@ -17,12 +17,12 @@ from agent.errors import SessionWriteError, ToolError, UsageError
 from agent.gguf import GGUFError
 from agent.history import System, ToolCall
 from agent.output import JsonlPrinter, TextPrinter
-from agent.permissions import open_in_workspace
 from agent.profile import ModelProfile, profile_for
 from agent.prompt import system_prompt
 from agent.runtime import Agent, Approval, Approver, Budget
 from agent.session import SessionLog, new_session_id
 from agent.tools import Tool, ToolContext, ToolRegistry, default_registry
+from agent.tools.confine import open_in_workspace
 from agent.untrusted import json_line, visible
 from drivers import open_driver
 from drivers.base import Driver

@@ -14,7 +14,7 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from agent.permissions import open_in_workspace, refuse_hardlinked, resolve_in_workspace
+from agent.tools.confine import open_in_workspace, refuse_hardlinked, resolve_in_workspace
 from agent.tools.files import BINARY_SNIFF, is_binary, read_bytes
 from agent.tools.registry import ToolContext, ToolError, tool
 

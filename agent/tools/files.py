@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import stat
 
-from agent.permissions import open_dir_in_workspace, open_in_workspace, resolve_in_workspace
+from agent.tools.confine import open_dir_in_workspace, open_in_workspace, resolve_in_workspace
 from agent.tools.registry import ToolContext, ToolError, tool
 
 MAX_READ_BYTES = 256 * 1024

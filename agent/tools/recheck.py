@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.errors import ToolError
-from agent.permissions import open_in_workspace
+from agent.tools.confine import open_in_workspace
 
 COMPARED_CHARS = 200  # enough to tell the line apart; rg may have cut the rest
 

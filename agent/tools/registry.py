@@ -19,7 +19,8 @@ import jsonschema
 
 from agent.errors import ToolError
 from agent.history import ToolCall, ToolResult
-from agent.permissions import ToolKind
+
+ToolKind = Literal["read", "write", "shell"]
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import os
 import stat
 from pathlib import Path
 
-from agent.permissions import resolve_in_workspace
+from agent.tools.confine import resolve_in_workspace
 from agent.tools.recheck import Match, confirmed, still_inside
 from agent.tools.registry import ToolContext, ToolError, tool
 from agent.tools.rg import FIFO_NOTE, SKIP_DIRS, check_pattern, run_rg

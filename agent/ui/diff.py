@@ -15,8 +15,8 @@ from rich.text import Text
 
 from agent.errors import ToolError
 from agent.history import ToolCall
-from agent.permissions import resolve_in_workspace
 from agent.tools import ToolContext, ToolRegistry
+from agent.tools.confine import resolve_in_workspace
 from agent.untrusted import visible
 
 MAX_DIFF_LINES = 60

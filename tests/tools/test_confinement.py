@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-import agent.permissions as permissions
+import agent.tools.confine as permissions
 from agent.errors import ToolError
-from agent.permissions import resolve_in_workspace
+from agent.tools.confine import resolve_in_workspace
 from agent.tools.rg import run_rg
 from tests.helpers import snapshot
 from tests.tools.conftest import RunTool
