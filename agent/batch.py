@@ -26,9 +26,11 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from agent import events as ev
+from agent.assemble import build_agent, open_model, profile_of, start_session
+from agent.cancel import Cancel
 from agent.constraint import constraint_for
 from agent.errors import UsageError
-from agent.headless import build_agent, profile_of, system_message, trace_writer
+from agent.headless import trace_writer
 from agent.output import JsonlPrinter
 from agent.profile import ModelProfile
 from agent.runtime import Agent, Budget
@@ -43,18 +45,12 @@ EXIT_INTERRUPTED = 130
 # --- drivers ------------------------------------------------------------------------
 
 
-def open_model(spec: str, wire: str | None) -> Driver:
-    from drivers import open_driver
-
-    return open_driver(spec, wire=wire)
-
-
 class DriverPool:
     """Hands each task its driver.
 
     The scripted driver is strict and sequential (call N must be step N), so every task
     replays its own fresh copy of the script. Other drivers are shared; how many tasks
-    may use one at a time is its `max_concurrency` (1 when it does not say: the
+    may use one at a time is its `info.max_concurrency` (1 unless it says more: the
     in-process llama driver has one KV cache).
     """
 
@@ -63,7 +59,7 @@ class DriverPool:
 
         self.driver = driver
         self._scripted = isinstance(driver, ScriptedDriver)
-        limit = jobs if self._scripted else int(getattr(driver, "max_concurrency", 1) or 1)
+        limit = jobs if self._scripted else driver.info.max_concurrency
         self.jobs = max(1, min(jobs, limit))
 
     def acquire(self) -> Driver:
@@ -117,7 +113,7 @@ class _Shared:
     output: LockedOutput
     trace: Callable[[dict[str, Any]], None] | None
     constrain: str
-    cancelled: threading.Event
+    cancelled: Cancel
     ablate: frozenset[str] = frozenset()
 
 
@@ -135,13 +131,8 @@ def run_task(task: Task, shared: _Shared) -> ev.RunFinished:
     driver: Driver | None = None
     session: SessionLog | None = None
     agent: Agent | None = None
-    # The runtime ends a run as "interrupted" on KeyboardInterrupt; raising it from the
-    # next event is how ^C (which only the main thread receives) reaches a worker.
-    stoppable = (ev.SessionStarted, ev.RunFinished)
 
     def emit(event: ev.AgentEvent) -> None:
-        if shared.cancelled.is_set() and not isinstance(event, stoppable):
-            raise KeyboardInterrupt
         if session is not None:
             session.event(event)
         printer(event)
@@ -162,15 +153,15 @@ def run_task(task: Task, shared: _Shared) -> ev.RunFinished:
             shared.profile,
             task.workspace,
             emit,
-            session,
+            on_message=session.message,
             budget=Budget(max_turns=task.max_turns, max_tokens=task.max_tokens),
             approve=task.approve,
             constrain=shared.constrain,
             trace=trace,
             ablate=shared.ablate,
+            cancel=shared.cancelled,  # ^C reaches only the main thread, which sets it
         )
-        emit(ev.SessionStarted(session.id, driver.model, str(task.workspace)))
-        agent.add(system_message(task.workspace))
+        start_session(agent, session.id)
         return agent.run(task.prompt)
     except Exception as exc:  # a harness bug in one task must not take the batch down
         usage = agent.usage if agent is not None else None
@@ -308,11 +299,12 @@ def run_tasks(
     if not tasks:  # every line is bad: nothing to load a model for
         return _report_bad_lines(bad, LockedOutput(out), time.perf_counter())
     trace = _locked(trace_writer(opts.trace)) if opts.trace is not None else None
-    profile = profile_of(opts.model)
-    pool = DriverPool(driver or open_model(opts.model, opts.wire), opts.jobs)
-    shared = _Shared(
-        pool, profile, LockedOutput(out), trace, opts.constrain, threading.Event(), opts.ablate
-    )
+    if driver is None:
+        driver, profile = open_model(opts.model, api=opts.api)
+    else:
+        profile = profile_of(opts.model)
+    pool = DriverPool(driver, opts.jobs)
+    shared = _Shared(pool, profile, LockedOutput(out), trace, opts.constrain, Cancel(), opts.ablate)
     try:  # a bad --constrain fails here, once, rather than in every task
         constraint_for(opts.constrain, pool.driver, default_registry(), profile)
     except UsageError:

@@ -37,7 +37,7 @@ class Approve(StrEnum):
     read_only = "read-only"
 
 
-class Wire(StrEnum):
+class Api(StrEnum):
     chat = "chat"
     completions = "completions"
 
@@ -162,11 +162,13 @@ def run(
     jobs: Annotated[
         int, typer.Option(min=1, help="Tasks at once with --tasks (the backend may allow fewer).")
     ] = 1,
-    wire: Annotated[
-        Wire | None,
+    api: Annotated[
+        Api | None,
         typer.Option(
+            "--api",
+            "--wire",  # its earlier name, still accepted
             help="openai: models only: chat (server template and tool parser, the default)"
-            " or completions (bosun renders the prompt)."
+            " or completions (bosun renders the prompt).",
         ),
     ] = None,
     strict: Annotated[
@@ -205,7 +207,7 @@ def run(
                 approve=approve.value,
                 constrain=constrain.value,
                 trace=trace,
-                wire=wire.value if wire is not None else None,
+                api=api.value if api is not None else None,
                 strict=strict,
                 ablate=ablations,
             )
@@ -229,7 +231,7 @@ def run(
             approve=approve.value,
             constrain=constrain.value,
             trace=trace,
-            wire=wire.value if wire is not None else None,
+            api=api.value if api is not None else None,
             ablate=ablations,
         )
     )
@@ -386,7 +388,7 @@ ContractsJson = Annotated[bool, typer.Option("--json", help="One JSON document, 
 @contracts_app.command("validate")
 def contracts_validate(path: ContractsPath = None, json_out: ContractsJson = False) -> None:
     """Check contracts without running them: schema, ids, test nodes, mutation targets."""
-    from agent.contracts_cli import validate_command
+    from agent.contracts.cli import validate_command
 
     raise typer.Exit(validate_command(path, json_out))
 
@@ -404,7 +406,7 @@ def contracts_check(
     ] = None,
 ) -> None:
     """Run every falsifier; with --mutate, prove each one can fail."""
-    from agent.contracts_cli import check_command
+    from agent.contracts.cli import check_command
 
     raise typer.Exit(check_command(path, mutate, json_out, jobs))
 
@@ -414,6 +416,6 @@ def contracts_new(
     name: Annotated[str, typer.Argument(help="Contract id, e.g. tool-budget-v1.")],
 ) -> None:
     """Scaffold contracts/NAME.yaml with a skeleton to fill in."""
-    from agent.contracts_cli import new_command
+    from agent.contracts.cli import new_command
 
     raise typer.Exit(new_command(name))

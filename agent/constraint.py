@@ -56,11 +56,11 @@ def constraint_for(
     The grammars are the profile's, in the model's own call format."""
     if mode == "never" or not tools.names:
         return None
-    if not driver.supports_grammar:
+    if not driver.info.grammar:
         if mode == "always":
             raise UsageError(f"--constrain always: the {driver.model} backend takes no grammar")
         return None
-    n_params = getattr(driver, "n_params", None)
+    n_params = driver.info.n_params
     if mode == "auto" and (n_params is None or n_params >= SMALL_MODEL_PARAMS):
         return None
     grammars = profile.grammars(tools.specs())

@@ -138,6 +138,22 @@ def reasoning_fields(text: str) -> dict[str, str]:
     return dict.fromkeys(REASONING_KEYS, text)
 
 
+def chat_messages(history: Sequence[Message]) -> list[dict[str, Any]]:
+    """Structured history -> the `messages` of a chat-completions request.
+
+    The same shaping as a local template gets (one assistant message per turn, with its
+    reasoning and calls), in the API's own terms: arguments as JSON strings, reasoning
+    only as `reasoning_content` (what llama.cpp and vLLM read back), and tool messages
+    without the `name` that only some local templates print. Errors need no flag: their
+    content already says "Error: …".
+    """
+    out = to_template_messages(history, Dialect(arguments_as_string=True))
+    for message in out:
+        for key in (*REASONING_KEYS[1:], "name"):
+            message.pop(key, None)
+    return out
+
+
 def _opened_by_reasoning(out: list[dict[str, Any]]) -> bool:
     """The last message is an assistant turn that so far holds only its reasoning."""
     last = out[-1] if out else {}

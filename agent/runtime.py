@@ -13,9 +13,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from agent import events as ev
+from agent.cancel import Cancel
 from agent.errors import DriverError
 from agent.history import (
     Assistant,
@@ -25,20 +26,19 @@ from agent.history import (
     ToolCall,
     ToolResult,
     User,
-    retain_assistant_text,
 )
-from agent.loopguard import LoopGuard
-from agent.parsing import Event
-from agent.parsing.select import ModelOutputParser
 from agent.permissions import call_decision, into_git
 from agent.profile import ModelProfile, profile_for
-from agent.prompt import data_spans
+from agent.session import last_call_number
 from agent.tools.registry import Tool, ToolContext, ToolRegistry
-from agent.wire import wire_to_canonical
+from agent.turn import Reply, Request, Trace, call_model
 from drivers.base import Driver, Usage
 
 Approval = Literal["yes", "no", "always"]
 Approver = Callable[[ToolCall, Tool], Approval]
+
+INTERRUPTED_CALL = "Error: the user interrupted before this call ran"
+STOPPED_CALL = "Error: the user interrupted this call while it ran; its effect may be partial"
 
 
 @dataclass
@@ -48,62 +48,6 @@ class Budget:
     max_identical_calls: int = 3
     max_format_errors: int = 3
     max_tokens: int = 1024
-
-
-@dataclass
-class Reply:
-    """What one model call amounted to, after parsing."""
-
-    prose: str
-    calls: list[ToolCall]
-    diagnostics: list[str]
-    reasoning: str = ""
-
-
-@dataclass
-class _Turn:
-    """What one model call has produced so far, as the stream comes in."""
-
-    emit: ev.Emit
-    parser: ModelOutputParser
-    record: dict[str, object]  # the --trace line
-    texts: list[str] = field(default_factory=list)
-    thoughts: list[str] = field(default_factory=list)
-    raw: list[str] = field(default_factory=list)  # the exact completion text
-    found: list[tuple[ToolCall, bool]] = field(default_factory=list)  # (call, closed)
-    structured: list[ToolCall] = field(default_factory=list)  # parsed by a server
-    diagnostics: list[str] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    finish: str = "stop"
-    stopped_by: str | None = None
-    guard: LoopGuard = field(default_factory=LoopGuard)  # prose and reasoning only
-
-    def take(self, events: list[Event], closed: bool) -> None:
-        for e in events:
-            if e.kind == "text":
-                self.texts.append(e.text)
-                self.emit(ev.TextDelta(e.text))
-                self.guard.feed(e.text)
-            elif e.kind == "reasoning":
-                self.think(e.text)
-                self.guard.feed(e.text)
-            elif e.kind == "tool_call" and e.call is not None:
-                self.found.append((e.call, closed))
-            elif e.kind == "diagnostic":
-                self.diagnostics.append(e.text)
-
-    def think(self, text: str) -> None:
-        self.thoughts.append(text)
-        self.emit(ev.ReasoningDelta(text))
-
-    def end(self, usage: Usage | None, finish: str | None, stopped_by: str | None) -> None:
-        if usage is not None:
-            self.usage = usage
-        if finish is not None:
-            self.finish, self.stopped_by = finish, stopped_by
-
-    def prose(self) -> str:
-        return "".join(self.texts)
 
 
 @dataclass
@@ -117,7 +61,7 @@ class Agent:
     approve: str = "auto"
     approver: Approver | None = None  # None: nobody to ask (headless)
     on_message: Callable[[Message], None] = lambda _m: None
-    trace: Callable[[dict[str, object]], None] | None = None
+    trace: Trace | None = None
     # Everything model-specific: template, call format, reasoning, stops, wire remap.
     # Resolved from the driver's model when not given (tests, scripts).
     profile: ModelProfile | None = None
@@ -128,6 +72,7 @@ class Agent:
     retain: bool = True
     # Picks the GBNF grammar for the next model call (None: unconstrained).
     constraint: Callable[[Sequence[Message]], str | None] | None = None
+    cancel: Cancel = field(default_factory=Cancel)  # see agent.cancel
 
     turns: int = 0
     tool_calls: int = 0
@@ -151,28 +96,46 @@ class Agent:
         self.history.append(message)
         self.on_message(message)
 
-    def run(self, prompt: str) -> ev.RunFinished:
-        """One user request, to the end. Budgets guard one request, so `run` can be
-        called again on the same Agent (a chat) with the counters starting afresh."""
-        start = time.perf_counter()
+    def load(self, messages: list[Message]) -> None:
+        """Start over from `messages` (a new or resumed conversation): call ids go on
+        from the highest one there, and no earlier "always" answer carries over."""
+        self.history[:] = messages
+        self._ids = last_call_number(messages)
+        self.set_approve(self.approve)
+
+    def set_approve(self, mode: str) -> None:
+        self.approve = mode
+        self._always.clear()
+
+    def reset(self) -> None:
+        """Budgets guard one request, so each `run` (a chat's next message) starts the
+        counters afresh; history, call ids and "always" answers stay. `cancel` belongs
+        to whoever stops the run (a chat clears it per message; a batch shares it)."""
         self.turns = self.tool_calls = self._format_errors = 0
         self._recent_calls.clear()
         self._final_text = ""
         self.usage = Usage()
+
+    def run(self, prompt: str) -> ev.RunFinished:
+        """One user request, to the end; always emits and returns its RunFinished."""
+        start = time.perf_counter()
+        self.reset()
         status, error = "done", None
         try:
             self.add(User(prompt))
-            while True:
+            while not self.cancel.is_set():
                 stopped = self._budget_exceeded()
                 if stopped is not None:
                     status, error = stopped
                     break
                 if not self.step():
                     break
-        except KeyboardInterrupt:
-            status = "interrupted"
+        except KeyboardInterrupt:  # a hard stop: see agent.cancel
+            self.cancel.set()
         except DriverError as exc:
             status, error = "error", str(exc)
+        if self.cancel.is_set():
+            status, error = "interrupted", None
         result = ev.RunFinished(
             status=status,
             turns=self.turns,
@@ -205,122 +168,29 @@ class Agent:
         return None
 
     def query(self) -> Reply:
-        """One model call, streamed through the parser; events go out as they arrive."""
-        chat_mode = bool(getattr(self.driver, "chat_mode", False))
-        specs = self.tools.specs()
-        prompt = "" if chat_mode else self.model.canonical(self.history, specs)
-        # The prompt tells the parser whether the reply starts inside reasoning; a server
-        # applying its own template ("chat" wire) sends reasoning apart, never inline.
-        parser = self.model.parser(specs, prompt=prompt, salvage=self.salvage)
-        t = _Turn(self.emit, parser, {"model": self.driver.model})
-        texts, raw = t.texts, t.raw
+        """One model call (agent.turn); its usage is counted and its call ids made
+        unique across the session."""
         self.turns += 1
-        started = time.perf_counter()
-        try:
-            if chat_mode:
-                self._stream_chat(t)
-            else:
-                self._stream_text(t, prompt, specs)
-        except KeyboardInterrupt:
-            # Keep what the user already read; a call still being written is dropped.
-            prose = retain_assistant_text(t.prose())
-            if prose.strip():
-                self.add(Assistant(prose))
-                self._final_text = prose
-            raise
-        if t.guard.tripped:
-            # Not a format error to retry: the reply so far stands, as an answer.
-            self.emit(ev.Diagnostic("stopped the reply early: it kept repeating itself"))
-            t.usage = getattr(self.driver, "last_usage", None) or t.usage
-        if t.stopped_by and t.stopped_by in self.model.stop:
-            # Some formats close a call with the stop token itself (harmony's <|call|>);
-            # the parser reads it or drops it, whichever its format wants.
-            t.take(t.parser.feed(t.stopped_by), closed=True)
-        t.take(t.parser.finish(), closed=False)
-        if not t.usage.ms:
-            t.usage.ms = (time.perf_counter() - started) * 1000
-        self._account(t.usage)
-        if self.trace is not None:
-            completion = "".join(raw)
-            remapped = self.model.wire_remap
-            t.record["completion"] = wire_to_canonical(completion) if remapped else completion
-            t.record["usage"] = vars(t.usage)
-            self.trace(t.record)
-        # The server saw the real tokens: when it found calls, look-alikes in the prose
-        # are not run a second time.
-        calls = [self._renumber(call) for call in t.structured]
-        for call, closed in () if t.structured else t.found:
-            if t.finish == "length" and not closed:
-                t.diagnostics.append(
-                    f"your call to {call.name} was cut off by the token limit and was not run;"
-                    " make it shorter"
-                )
-            else:
-                calls.append(self._renumber(call))
-        if not self.retain:
-            completion = "".join(raw)
-            if self.model.wire_remap:
-                completion = wire_to_canonical(completion)
-            return Reply(completion, calls, t.diagnostics)
-        reasoning = "".join(t.thoughts).strip()
-        return Reply(retain_assistant_text("".join(texts)), calls, t.diagnostics, reasoning)
-
-    def _stream_text(self, t: _Turn, prompt: str, specs: list[dict[str, Any]]) -> None:
-        """Completion wire: bosun's prompt in, text out (remapped where the model needs)."""
-        t.record["prompt"] = prompt
-        grammar = self.constraint(self.history) if self.constraint is not None else None
-        model = self.model
-        sent = model.to_wire(prompt)
-        extra = {}
-        if getattr(self.driver, "takes_data_spans", False):
-            spans = data_spans(self.history, specs, sent, profile=model)
-            if spans:
-                extra["data"] = spans
-        stream = self.driver.stream(
-            sent, stop=model.stop, max_tokens=self.budget.max_tokens, grammar=grammar, **extra
+        request = Request(
+            self.history,
+            self.tools.specs(),
+            self.emit,
+            self.budget.max_tokens,
+            grammar=self.constraint(self.history) if self.constraint is not None else None,
+            salvage=self.salvage,
+            retain=self.retain,
+            halt=self.cancel.is_set,
+            trace=self.trace,
         )
-        try:
-            for chunk in stream:
-                if chunk.text:
-                    t.raw.append(chunk.text)
-                    t.take(t.parser.feed(chunk.text), closed=True)
-                t.end(chunk.usage, chunk.finish_reason, chunk.stopped_by)
-                if t.guard.tripped:
-                    break
-        finally:
-            close = getattr(stream, "close", None)
-            if close is not None:
-                close()
-        if model.wire_remap:
-            t.record.update(wire_prompt=sent, wire_completion="".join(t.raw))
-
-    def _stream_chat(self, t: _Turn) -> None:
-        """Chat wire: the server applies its template and tool parser; its calls are
-        taken as they are, and text still goes through bosun's parser (salvage)."""
-        from drivers.openai_http import chat_messages
-
-        messages = chat_messages(self.history)
-        t.record["messages"] = messages
-        chat = self.driver.chat  # type: ignore[attr-defined]
-        for piece in chat(messages, self.tools.specs(), max_tokens=self.budget.max_tokens):
-            if piece.reasoning:
-                t.think(piece.reasoning)
-            if piece.text:
-                t.raw.append(piece.text)
-                t.take(t.parser.feed(piece.text), closed=True)
-            t.structured.extend(piece.calls)
-            t.diagnostics.extend(piece.diagnostics)
-            t.end(piece.usage, piece.finish_reason, None)
-            if t.guard.tripped:
-                break
-        t.record["tool_calls"] = [{"name": c.name, "arguments": c.arguments} for c in t.structured]
+        reply = call_model(self.driver, self.model, request)
+        if reply.interrupted:
+            self.cancel.set()
+        self._account(reply.usage)
+        reply.calls = [self._renumber(call) for call in reply.calls]
+        return reply
 
     def _account(self, usage: Usage) -> None:
-        total = self.usage
-        total.prompt_tokens += usage.prompt_tokens
-        total.cached_tokens += usage.cached_tokens
-        total.completion_tokens += usage.completion_tokens
-        total.ms += usage.ms
+        self.usage.add(usage)
         self.emit(
             ev.TurnFinished(
                 usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens, round(usage.ms)
@@ -339,6 +209,8 @@ class Agent:
         if reply.prose.strip():
             self.add(Assistant(reply.prose))
             self._final_text = reply.prose
+        if self.cancel.is_set():  # none of its calls was seen through by the user
+            return False
         for message in reply.diagnostics:
             self.emit(ev.Diagnostic(message))
         if not reply.calls:
@@ -352,55 +224,64 @@ class Agent:
             if self.retain:  # without retention the raw completion already shows it
                 self.add(AssistantToolUse(call))
             self.emit(ev.ToolCallEvent(call.id, call.name, call.arguments, call.salvaged))
-        for n, call in enumerate(reply.calls):
-            if self.tool_calls >= self.budget.max_tool_calls:
-                # A reply may hold more calls than the budget allows: the rest are not run.
-                cap = self.budget.max_tool_calls
-                for later in reply.calls[n:]:
-                    why = f"Error: not run; the budget of {cap} tool calls is used up"
-                    self.add(ToolResult(later.id, why, True))
-                    self.emit(ev.ToolResultEvent(later.id, True, why))
-                break
-            try:
+        cap = self.budget.max_tool_calls
+        for call in reply.calls:
+            # Every call in history gets its result, or the next prompt is invalid.
+            if self.cancel.is_set():
+                result = ToolResult(call.id, INTERRUPTED_CALL, True)
+            elif self.tool_calls >= cap:  # a reply may hold more calls than allowed
+                why = f"Error: not run; the budget of {cap} tool calls is used up"
+                result = ToolResult(call.id, why, True)
+            else:
                 result = self._execute(call)
-            except KeyboardInterrupt:
-                # Every call in history gets its result, or the next prompt is invalid.
-                for later in reply.calls[n:]:
-                    self.add(ToolResult(later.id, "Error: interrupted by the user", True))
-                raise
-            self.tool_calls += 1
-            self._recent_calls.append(call.name + json.dumps(call.arguments, sort_keys=True))
+                self.tool_calls += 1
+                self._recent_calls.append(call.name + json.dumps(call.arguments, sort_keys=True))
             self.add(result)
             self.emit(ev.ToolResultEvent(call.id, result.is_error, result.content))
         return True
 
     def _execute(self, call: ToolCall) -> ToolResult:
+        """Approval first, then the tool; Ctrl-C while it runs stops it (see Cancel)."""
         tool = self.tools.get(call.name)
         if tool is not None:
-            verdict = call_decision(self.approve, tool.kind, call.arguments, self.workspace)
-            # a write into .git/ asks each time: "always" for edits is not "always" for hooks
-            git = into_git(self.approve, tool.kind, call.arguments, self.workspace)
-            if verdict == "ask" and (git or call.name not in self._always):
-                if self.approver is None:
-                    why = (
-                        "writes into .git/ run commands at the next git command, so they"
-                        " need approval; only --approve auto allows them unasked"
-                        if git
-                        else "the user can rerun with --approve auto-edit or --approve auto"
-                    )
-                    return ToolResult(
-                        call.id,
-                        f"Error: {call.name} needs approval and nobody can approve here; {why}",
-                        is_error=True,
-                    )
-                answer = self.approver(call, tool)
-                if answer == "always":
-                    if not git:
-                        self._always.add(call.name)
-                elif answer != "yes":
-                    return ToolResult(call.id, "Error: the user declined this call", True)
-            elif verdict == "deny":
-                return ToolResult(
-                    call.id, f"Error: {call.name} is not allowed in {self.approve} mode", True
-                )
-        return self.tools.execute(call, ToolContext(self.workspace))
+            refused = self._refusal(call, tool)
+            if refused is not None:
+                return ToolResult(call.id, refused, is_error=True)
+        self.cancel.hard = True
+        try:
+            return self.tools.execute(call, ToolContext(self.workspace))
+        except KeyboardInterrupt:  # the shell tool has killed its command by now
+            self.cancel.set()
+            return ToolResult(call.id, STOPPED_CALL, is_error=True)
+        finally:
+            self.cancel.hard = False
+
+    def _refusal(self, call: ToolCall, tool: Tool) -> str | None:
+        """Why this call may not run (approval mode, the user's answer), or None."""
+        verdict = call_decision(self.approve, tool.kind, call.arguments, self.workspace)
+        if verdict == "deny":
+            return f"Error: {call.name} is not allowed in {self.approve} mode"
+        # a write into .git/ asks each time: "always" for edits is not "always" for hooks
+        git = into_git(self.approve, tool.kind, call.arguments, self.workspace)
+        if verdict != "ask" or (call.name in self._always and not git):
+            return None
+        if self.approver is None:
+            why = (
+                "writes into .git/ run commands at the next git command, so they"
+                " need approval; only --approve auto allows them unasked"
+                if git
+                else "the user can rerun with --approve auto-edit or --approve auto"
+            )
+            return f"Error: {call.name} needs approval and nobody can approve here; {why}"
+        try:
+            answer = self.approver(call, tool)
+        except KeyboardInterrupt:  # Ctrl-C at the question: no, and stop this turn
+            self.cancel.set()
+            return INTERRUPTED_CALL
+        except EOFError:
+            answer = "no"
+        if answer == "always" and not git:
+            self._always.add(call.name)
+        elif answer not in ("yes", "always"):
+            return "Error: the user declined this call"
+        return None

@@ -38,7 +38,7 @@ class BatchOptions:
     approve: str = "ask"
     constrain: str = "auto"
     trace: Path | None = None
-    wire: str | None = None
+    api: str | None = None  # chat | completions, for openai: models
     strict: bool = False  # any bad line refuses the whole file
     ablate: frozenset[str] = frozenset()  # bench/eval only: "salvage", "retention"
 

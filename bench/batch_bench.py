@@ -68,7 +68,7 @@ def run_batch(tasks: Path, spec: str, workspace: Path, jobs: int, max_tokens: in
             jobs=jobs,
             max_turns=1,
             max_tokens=max_tokens,
-            wire="completions",
+            api="completions",
         ),
         out=out,
         err=io.StringIO(),

@@ -16,14 +16,14 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):(.*)$", re.S)
 SCHEMES = ("scripted", "openai")
 
 
-def open_driver(spec: str, *, wire: str | None = None, **options: Any) -> Driver:
+def open_driver(spec: str, *, api: str | None = None, **options: Any) -> Driver:
     """A driver for `spec`: scripted:FILE, openai:URL#MODEL, a GGUF path or a bundled name.
 
-    `wire` (chat | completions) only means something for a server; elsewhere bosun
+    `api` (chat | completions) only means something for a server; elsewhere bosun
     always renders the prompt itself.
     """
-    if wire is not None and not spec.lower().startswith("openai:"):
-        raise UsageError(f"--wire is for openai: models; {spec} is rendered by bosun itself")
+    if api is not None and not spec.lower().startswith("openai:"):
+        raise UsageError(f"--api is for openai: models; {spec} is rendered by bosun itself")
     match = _SCHEME.match(spec)
     if match and len(match.group(1)) > 1 and not Path(spec).exists():
         scheme, rest = match.group(1).lower(), match.group(2)
@@ -36,7 +36,7 @@ def open_driver(spec: str, *, wire: str | None = None, **options: Any) -> Driver
         if scheme == "openai":
             from drivers.openai_http import open_openai
 
-            return open_openai(spec, wire=wire, **options)
+            return open_openai(spec, api=api, **options)
         raise UsageError(
             f"unknown model scheme {scheme!r}: use a GGUF path, a bundled model name,"
             " openai:URL#MODEL or scripted:FILE.jsonl"

@@ -1,15 +1,20 @@
 """The driver seam: prompt text in, text chunks out, usage at the end.
 
 A driver knows nothing about tools or history. Everything model-independent (templates,
-parsing, tool execution) happens in `agent`, so a new backend is one small file.
+parsing, tool execution) happens in `agent`, so a new backend is one small file. The
+contract is explicit: `TextDriver` (every backend) and `ChatDriver` (a server that
+applies its own template), with `DriverInfo` for what a backend may or may not offer.
+`drivers` imports nothing from `agent` but `agent.history`.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar
+
+_C = TypeVar("_C")
 
 
 def partial_suffix(text: str, markers: Sequence[str]) -> int:
@@ -40,6 +45,13 @@ class Usage:
     completion_tokens: int = 0
     ms: float = 0.0
 
+    def add(self, other: Usage) -> None:
+        """Sum another call's usage into this one: the one place totals are kept."""
+        self.prompt_tokens += other.prompt_tokens
+        self.cached_tokens += other.cached_tokens
+        self.completion_tokens += other.completion_tokens
+        self.ms += other.ms
+
 
 @dataclass(frozen=True)
 class Chunk:
@@ -64,18 +76,68 @@ class Completion:
     finish_reason: str = "stop"
 
 
-@runtime_checkable
-class Driver(Protocol):
-    """What the runtime needs from a backend.
+Halt = Callable[[], bool]  # asked between tokens: True ends the stream early
 
-    `model` names what is loaded, for events and traces. `supports_grammar` tells the
-    runtime whether passing a GBNF grammar has any effect. A driver that tokenizes the
-    prompt itself sets `takes_data_spans` and accepts `data=[(start, end), …]`: ranges
-    of the prompt that are message text, where special-token look-alikes are plain text.
+
+def never() -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class RawCall:
+    """A tool call as a server's own parser sent it, arguments still JSON text: the
+    agent decodes them, as it decodes everything a model wrote (bounded, typed).
+    `cut_off`: the completion ended (max_tokens) before the call did."""
+
+    id: str
+    name: str
+    arguments: str
+    cut_off: bool = False
+
+
+@dataclass(frozen=True)
+class ChatChunk:
+    """A piece of a streamed chat completion: text, reasoning, and whole calls (a call
+    is handed out once all its argument fragments arrived). The last chunk carries
+    `usage` and `finish_reason`."""
+
+    text: str = ""
+    reasoning: str = ""
+    calls: tuple[RawCall, ...] = ()
+    usage: Usage | None = None
+    finish_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class DriverInfo:
+    """What a backend offers beyond streaming text, stated once when it is opened so
+    the agent never has to probe for it.
+
+    `chat`: the backend applies its own chat template and tool parser, so the agent
+    calls `chat()` with messages instead of `stream()` with a prompt it rendered.
+    `data_spans`: the driver tokenizes the prompt itself and honours `data=`: ranges of
+    the prompt that are message text, where special-token look-alikes stay plain text.
+    """
+
+    grammar: bool = False  # a GBNF grammar passed to stream() has an effect
+    chat: bool = False
+    data_spans: bool = False
+    n_ctx: int | None = None  # context size in tokens, where known
+    n_params: int | None = None  # model size, where known (--constrain auto uses it)
+    max_concurrency: int = 1  # streams one driver serves at once (1: one KV cache)
+    tokenize: Callable[[str], list[int]] | None = None
+
+
+class TextDriver(Protocol):
+    """A backend that completes a prompt bosun rendered: the seam every driver has.
+
+    `model` names what is loaded, for events and traces. `halt` is asked between
+    tokens; once it says True the stream ends with a last chunk whose finish_reason is
+    "interrupted" (and whose usage counts what was done), so a stop never loses usage.
     """
 
     model: str
-    supports_grammar: bool
+    info: DriverInfo
 
     def stream(
         self,
@@ -84,9 +146,52 @@ class Driver(Protocol):
         stop: Sequence[str] = (),
         max_tokens: int = 1024,
         grammar: str | None = None,
+        data: Sequence[tuple[int, int]] = (),
+        halt: Halt = never,
     ) -> Iterator[Chunk]: ...
 
     def close(self) -> None: ...
+
+
+class ChatDriver(TextDriver, Protocol):
+    """A backend that also takes the conversation itself (`info.chat`): OpenAI-style
+    messages in, text, reasoning and the server's parsed calls out."""
+
+    def chat(
+        self,
+        messages: list[dict[str, Any]],
+        tools: Sequence[dict[str, Any]] = (),
+        *,
+        max_tokens: int = 1024,
+        halt: Halt = never,
+    ) -> Iterator[ChatChunk]: ...
+
+
+Driver = TextDriver
+
+
+def halting(chunks: Iterator[_C], halt: Halt, last: Callable[[int], _C]) -> Iterator[_C]:
+    """`chunks` until `halt()` says stop: then the source is closed (a server stream is
+    cancelled) and `last(pieces)` ends the stream, for a driver that cannot stop its
+    backend between tokens any other way."""
+    pieces = 0
+    try:
+        for chunk in chunks:
+            if halt():
+                break
+            pieces += 1
+            yield chunk
+        else:
+            return
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()
+    yield last(pieces)
+
+
+def interrupted(pieces: int) -> Chunk:
+    return Chunk("", usage=Usage(completion_tokens=pieces), finish_reason="interrupted")
 
 
 def collect(chunks: Iterator[Chunk]) -> Completion:

@@ -19,7 +19,16 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from drivers.base import Chunk, DriverError, Usage, UsageError, partial_suffix
+from drivers.base import (
+    Chunk,
+    DriverError,
+    DriverInfo,
+    Halt,
+    Usage,
+    UsageError,
+    never,
+    partial_suffix,
+)
 from drivers.bundled import resolve_model
 
 DEFAULT_CTX = 8192
@@ -86,14 +95,7 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-_held_back = partial_suffix  # the stop strings a stream must not yet pass on
-
-
 class LlamaDriver:
-    supports_grammar = True
-    takes_data_spans = True  # stream(..., data=spans): see tokenize
-    last_usage: Usage | None = None  # of the latest stream, however it ended
-
     def __init__(
         self,
         path: Path,
@@ -121,7 +123,13 @@ class LlamaDriver:
         except (ValueError, RuntimeError) as exc:
             raise UsageError(f"cannot load model {path}: not a usable GGUF file ({exc})") from None
         self.n_ctx = int(self.llm.n_ctx())
-        self.n_params = int(self.llm._model.n_params())
+        self.info = DriverInfo(
+            grammar=True,
+            data_spans=True,  # stream(..., data=spans): see tokenize
+            n_ctx=self.n_ctx,
+            n_params=int(self.llm._model.n_params()),
+            tokenize=self.tokenize,
+        )
         self._control: dict[int, bool] = {}
 
     def tokenize(self, text: str, data: Sequence[tuple[int, int]] = ()) -> list[int]:
@@ -208,6 +216,7 @@ class LlamaDriver:
         max_tokens: int = 1024,
         grammar: str | None = None,
         data: Sequence[tuple[int, int]] = (),
+        halt: Halt = never,
     ) -> Iterator[Chunk]:
         tokens = self.tokenize(prompt, data)
         if len(tokens) >= self.n_ctx:
@@ -216,11 +225,16 @@ class LlamaDriver:
                 " start a new session or raise the context size"
             )
         return self._generate(
-            tokens, list(stop), min(max_tokens, self.n_ctx - len(tokens)), grammar
+            tokens, list(stop), min(max_tokens, self.n_ctx - len(tokens)), grammar, halt
         )
 
     def _generate(
-        self, tokens: list[int], stops: list[str], max_tokens: int, grammar: str | None
+        self,
+        tokens: list[int],
+        stops: list[str],
+        max_tokens: int,
+        grammar: str | None,
+        halt: Halt,
     ) -> Iterator[Chunk]:
         import llama_cpp
 
@@ -241,6 +255,9 @@ class LlamaDriver:
         )
         try:
             for token in gen:
+                if halt():
+                    finish = "interrupted"
+                    break
                 if llama_cpp.llama_vocab_is_eog(vocab, token):
                     finish = "stop"
                     stopped_by = self._piece(token).decode("utf-8", errors="replace")
@@ -255,7 +272,7 @@ class LlamaDriver:
                     pending = ""
                     finish = "stop"
                     break
-                keep = _held_back(pending, stops)
+                keep = partial_suffix(pending, stops)
                 if len(pending) > keep:
                     yield Chunk(pending[: len(pending) - keep])
                     pending = pending[len(pending) - keep :]
@@ -263,16 +280,14 @@ class LlamaDriver:
                     break
         finally:
             gen.close()
-            # Also when the consumer stopped the stream early (a loop, Ctrl-C): the last
-            # chunk, which carries the usage, is then never yielded.
-            self.last_usage = Usage(
-                prompt_tokens=len(tokens),
-                cached_tokens=cached,
-                completion_tokens=produced,
-                ms=(time.perf_counter() - start) * 1000,
-            )
+        usage = Usage(
+            prompt_tokens=len(tokens),
+            cached_tokens=cached,
+            completion_tokens=produced,
+            ms=(time.perf_counter() - start) * 1000,
+        )
         tail = pending + decoder.decode(b"", final=True)
-        yield Chunk(tail, usage=self.last_usage, finish_reason=finish, stopped_by=stopped_by)
+        yield Chunk(tail, usage=usage, finish_reason=finish, stopped_by=stopped_by)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

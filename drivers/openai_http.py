@@ -1,6 +1,6 @@
 """Any OpenAI-compatible server (llama-server, vLLM, SGLang, llama-cpp-python's server).
 
-Two wires, because servers differ in what they get right:
+Two APIs (`--api`), because servers differ in what they get right:
 - `completions`: bosun renders the prompt with its own templates and parses the text,
   exactly as with the in-process driver, so the wire remap, salvage and Harmony all
   apply. This is the `Driver.stream` protocol over /v1/completions.
@@ -22,24 +22,31 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
-from agent.history import (
-    ToolCall,
+from drivers.base import (
+    ChatChunk,
+    Chunk,
+    DriverError,
+    DriverInfo,
+    Halt,
+    RawCall,
+    Usage,
+    UsageError,
+    halting,
+    interrupted,
+    never,
 )
-from drivers.base import Chunk, DriverError, Usage, UsageError
 from drivers.openai_wire import (
     CallAssembler,
-    ChatChunk,
-    chat_messages,
     extra_field,
     finish_reason_of,
     finish_usage,
     usage_of,
 )
 
-__all__ = ["ChatChunk", "OpenAIDriver", "chat_messages", "open_openai"]
+__all__ = ["OpenAIDriver", "open_openai"]
 
-Wire = Literal["chat", "completions"]
-WIRES: tuple[Wire, ...] = ("chat", "completions")
+Api = Literal["chat", "completions"]
+APIS: tuple[Api, ...] = ("chat", "completions")
 DUMMY_KEY = "sk-no-key-needed"  # local servers ignore it; the client refuses an empty one
 EXAMPLE = "openai:http://localhost:8080/v1#qwen3-8b"
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -143,20 +150,18 @@ def _is_transport_error(exc: BaseException) -> bool:
 class OpenAIDriver:
     """One OpenAI-compatible server and one model on it.
 
-    `chat_mode` tells the runtime which method to call; both always work, so a runtime
+    `info.chat` tells the agent which method to call; both always work, so a caller
     that only knows `stream` still runs (over /v1/completions). The client is shared by
     concurrent tasks: the HTTP connection pool is thread-safe and the driver keeps no
     per-request state on itself.
     """
-
-    n_params: int | None = None  # unknown over HTTP: --constrain auto stays off
 
     def __init__(
         self,
         base_url: str,
         model_name: str,
         *,
-        wire: Wire = "chat",
+        api: Api = "chat",
         key: str | None = None,
         timeout: float = 600.0,
         connect_timeout: float = 10.0,
@@ -167,8 +172,8 @@ class OpenAIDriver:
         check_model: bool = True,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        if wire not in WIRES:
-            raise UsageError(f"unknown wire {wire!r}: use chat or completions")
+        if api not in APIS:
+            raise UsageError(f"unknown --api {api!r}: use chat or completions")
         import openai
 
         self._openai = openai
@@ -177,11 +182,14 @@ class OpenAIDriver:
         # The full spec, not the bare name: render() resolves capabilities from it and
         # session files record where the completions came from.
         self.model = f"openai:{base_url}#{model_name}"
-        self.wire: Wire = wire
-        self.chat_mode = wire == "chat"
-        # Only /v1/completions takes a GBNF grammar (llama.cpp servers, in the body).
-        self.supports_grammar = wire == "completions"
-        self.max_concurrency = max_concurrency
+        self.api: Api = api
+        self.info = DriverInfo(
+            # Only /v1/completions takes a GBNF grammar (llama.cpp servers, in the body).
+            grammar=api == "completions",
+            chat=api == "chat",
+            max_concurrency=max_concurrency,
+            # n_params unknown over HTTP: --constrain auto stays off
+        )
         self.temperature = temperature
         self.retries = max(0, retries)
         self.backoff = backoff
@@ -241,7 +249,7 @@ class OpenAIDriver:
             other = "completions" if what == "chat" else "chat"
             endpoint = "/chat/completions" if what == "chat" else "/completions"
             return DriverError(
-                f"{where} has no {endpoint} endpoint (HTTP 404): {message}; try --wire {other}"
+                f"{where} has no {endpoint} endpoint (HTTP 404): {message}; try --api {other}"
             )
         after = f" after {tries} tries" if tries > 1 else ""
         return DriverError(f"{where} {what} request failed with HTTP {status}{after}: {message}")
@@ -296,7 +304,7 @@ class OpenAIDriver:
             " start it with --interrupt_requests false)"
         )
 
-    # -- the Driver protocol: bosun renders, the server completes text --
+    # -- TextDriver: bosun renders, the server completes text --
 
     def stream(
         self,
@@ -305,6 +313,8 @@ class OpenAIDriver:
         stop: Sequence[str] = (),
         max_tokens: int = 1024,
         grammar: str | None = None,
+        data: Sequence[tuple[int, int]] = (),  # the server tokenizes: not ours to guard
+        halt: Halt = never,
     ) -> Iterator[Chunk]:
         """Text completion of a prompt bosun rendered (POST /v1/completions)."""
         extra: dict[str, Any] = {
@@ -330,7 +340,8 @@ class OpenAIDriver:
                 **params,
             )
 
-        return self._completion_chunks(self._retrying("completions", create), started)
+        chunks = self._completion_chunks(self._retrying("completions", create), started)
+        return halting(chunks, halt, interrupted)
 
     def _completion_chunks(self, stream: Any, started: float) -> Iterator[Chunk]:
         finish: str | None = None
@@ -350,7 +361,7 @@ class OpenAIDriver:
             "", usage=finish_usage(usage, pieces, started), finish_reason=finish_reason_of(finish)
         )
 
-    # -- chat mode: the server renders and parses tool calls --
+    # -- ChatDriver: the server renders and parses tool calls --
 
     def chat(
         self,
@@ -358,6 +369,7 @@ class OpenAIDriver:
         tools: Sequence[dict[str, Any]] = (),
         *,
         max_tokens: int = 1024,
+        halt: Halt = never,
     ) -> Iterator[ChatChunk]:
         """A chat completion (POST /v1/chat/completions) with the server's tool parser."""
         started = time.perf_counter()
@@ -376,7 +388,8 @@ class OpenAIDriver:
                 **extra,
             )
 
-        return self._chat_chunks(self._retrying("chat", create), started)
+        chunks = self._chat_chunks(self._retrying("chat", create), started)
+        return halting(chunks, halt, _chat_interrupted)
 
     def _chat_chunks(self, stream: Any, started: float) -> Iterator[ChatChunk]:
         calls = CallAssembler()
@@ -391,25 +404,19 @@ class OpenAIDriver:
                 reasoning = extra_field(delta, "reasoning_content") or extra_field(
                     delta, "reasoning"
                 )
-                done: tuple[ToolCall, ...] = ()
-                notes: tuple[str, ...] = ()
+                done: tuple[RawCall, ...] = ()
                 parts = getattr(delta, "tool_calls", None) or ()
                 for part in parts:
-                    finished, problems = calls.feed(part)
-                    done, notes = done + finished, notes + problems
+                    done += calls.feed(part)
                 pieces += 1 if text or reasoning or parts else 0
-                if text or reasoning or done or notes:
-                    yield ChatChunk(
-                        text, reasoning if isinstance(reasoning, str) else "", done, notes
-                    )
+                if text or reasoning or done:
+                    yield ChatChunk(text, reasoning if isinstance(reasoning, str) else "", done)
                 if choice.finish_reason:
                     finish = choice.finish_reason
         if finish is None:
             raise self._cut_off("chat")
-        done, notes = calls.finish(truncated=finish == "length")
         yield ChatChunk(
-            calls=done,
-            diagnostics=notes,
+            calls=calls.finish(truncated=finish == "length"),
             usage=finish_usage(usage, pieces, started),
             finish_reason=finish_reason_of(finish),
         )
@@ -418,19 +425,23 @@ class OpenAIDriver:
         self.client.close()
 
 
+def _chat_interrupted(pieces: int) -> ChatChunk:
+    return ChatChunk(usage=Usage(completion_tokens=pieces), finish_reason="interrupted")
+
+
 # --- opening ------------------------------------------------------------------------
 
 
-def open_openai(spec: str, *, wire: str | None = None, **options: Any) -> OpenAIDriver:
-    """The driver for an `openai:URL#MODEL` spec; `wire` defaults to chat."""
+def open_openai(spec: str, *, api: str | None = None, **options: Any) -> OpenAIDriver:
+    """The driver for an `openai:URL#MODEL` spec; `api` defaults to chat."""
     try:
         import openai  # noqa: F401
     except ImportError:
         raise UsageError(
             f"the openai package is not installed; run: pip install openai (into {sys.prefix})"
         ) from None
-    chosen = next((w for w in WIRES if w == (wire or "chat")), None)
+    chosen = next((a for a in APIS if a == (api or "chat")), None)
     if chosen is None:
-        raise UsageError(f"unknown --wire {wire!r}: use chat or completions")
+        raise UsageError(f"unknown --api {api!r}: use chat or completions")
     base_url, name = parse_spec(spec)
-    return OpenAIDriver(base_url, name, wire=chosen, **options)
+    return OpenAIDriver(base_url, name, api=chosen, **options)

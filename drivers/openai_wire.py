@@ -1,5 +1,5 @@
-"""The OpenAI wire formats, apart from transport: history -> chat messages, and streamed
-chat/completion events -> bosun's chunks, tool calls and usage.
+"""The OpenAI wire formats, apart from transport: streamed chat/completion events ->
+bosun's chunks, tool calls and usage.
 
 Split from openai_http.py so the formats can be read (and tested) without the retry and
 error-reporting machinery around them.
@@ -8,78 +8,33 @@ error-reporting machinery around them.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from agent import untrusted
-from agent.dialect import REASONING_KEYS, Dialect, to_template_messages
-from agent.history import Message, ToolCall
-from drivers.base import Usage
+from drivers.base import RawCall, Usage
 
-
-@dataclass(frozen=True)
-class ChatChunk:
-    """A piece of a streamed chat completion.
-
-    `calls` holds tool calls whose arguments are complete (a call is never handed out
-    half-assembled); `diagnostics` reports calls that could not be used (bad JSON, cut
-    off by max_tokens). The last chunk carries `usage` and `finish_reason`.
-    """
-
-    text: str = ""
-    reasoning: str = ""
-    calls: tuple[ToolCall, ...] = ()
-    diagnostics: tuple[str, ...] = ()
-    usage: Usage | None = None
-    finish_reason: str | None = None
-
-
-# --- history -> OpenAI chat messages -------------------------------------------------
-
-
-def chat_messages(history: Sequence[Message]) -> list[dict[str, Any]]:
-    """Structured history -> the `messages` of a chat-completions request.
-
-    The same shaping as a local template gets (one assistant message per turn, with its
-    reasoning and calls), in the API's own terms: arguments as JSON strings, reasoning
-    only as `reasoning_content` (what llama.cpp and vLLM read back), and tool messages
-    without the `name` that only some local templates print. Errors need no flag: their
-    content already says "Error: …".
-    """
-    out = to_template_messages(history, Dialect(arguments_as_string=True))
-    for message in out:
-        for key in (*REASONING_KEYS[1:], "name"):
-            message.pop(key, None)
-    return out
-
-
-# --- errors ------------------------------------------------------------------------
+# --- streamed tool calls ------------------------------------------------------------
 
 
 class CallAssembler:
-    """Streamed tool-call deltas -> whole ToolCalls.
+    """Streamed tool-call deltas -> whole calls.
 
     Servers send a call as an `index`, then its id and name, then the arguments in
     fragments. A call is complete when a later index starts or the stream finishes;
-    only a finish by max_tokens leaves the last one unfinished (a truncated call is
-    never run: contract native-formats-v1).
+    only a finish by max_tokens leaves the last one unfinished (`cut_off`: the agent
+    never runs it). The arguments stay text: the agent decodes them.
     """
 
     def __init__(self) -> None:
         self._open: dict[int, dict[str, Any]] = {}
         self._count = 0
 
-    def feed(self, part: Any) -> tuple[tuple[ToolCall, ...], tuple[str, ...]]:
+    def feed(self, part: Any) -> tuple[RawCall, ...]:
         index = getattr(part, "index", None)
         if not isinstance(index, int):
             index = max(self._open, default=0)
-        done: tuple[ToolCall, ...] = ()
-        notes: tuple[str, ...] = ()
+        done: tuple[RawCall, ...] = ()
         if index not in self._open:
-            for earlier in sorted(i for i in self._open if i < index):
-                call, note = self._build(self._open.pop(earlier))
-                done, notes = done + call, notes + note
+            done = tuple(self._build(self._open.pop(i)) for i in sorted(self._open) if i < index)
             self._open[index] = {"id": "", "name": "", "arguments": []}
         slot = self._open[index]
         if getattr(part, "id", None):
@@ -90,39 +45,20 @@ class CallAssembler:
                 slot["name"] += function.name
             if getattr(function, "arguments", None):
                 slot["arguments"].append(function.arguments)
-        return done, notes
+        return done
 
-    def finish(self, *, truncated: bool) -> tuple[tuple[ToolCall, ...], tuple[str, ...]]:
-        done: tuple[ToolCall, ...] = ()
-        notes: tuple[str, ...] = ()
+    def finish(self, *, truncated: bool) -> tuple[RawCall, ...]:
         last = max(self._open, default=None)
-        for index in sorted(self._open):
-            slot = self._open[index]
-            if truncated and index == last:
-                name = slot["name"] or "a tool"
-                notes += (
-                    f"your call to {name} was cut off by the token limit and was not run;"
-                    " make it shorter",
-                )
-                continue
-            call, note = self._build(slot)
-            done, notes = done + call, notes + note
+        done = tuple(
+            self._build(self._open[i], cut_off=truncated and i == last) for i in sorted(self._open)
+        )
         self._open.clear()
-        return done, notes
+        return done
 
-    def _build(self, slot: dict[str, Any]) -> tuple[tuple[ToolCall, ...], tuple[str, ...]]:
+    def _build(self, slot: dict[str, Any], cut_off: bool = False) -> RawCall:
         self._count += 1
-        name = slot["name"]
         raw = "".join(slot["arguments"]).strip()
-        if not name:
-            return (), ("the server sent a tool call without a name; it was not run",)
-        try:
-            arguments = untrusted.loads(raw) if raw else {}
-        except ValueError as exc:
-            return (), (f"the arguments of your call to {name} were not valid JSON ({exc})",)
-        if not isinstance(arguments, dict):
-            return (), (f"the arguments of your call to {name} must be a JSON object",)
-        return (ToolCall(slot["id"] or f"call_{self._count}", name, arguments),), ()
+        return RawCall(slot["id"] or f"call_{self._count}", slot["name"], raw, cut_off)
 
 
 # --- usage --------------------------------------------------------------------------

@@ -16,7 +16,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from drivers.base import Chunk, DriverError, Usage, UsageError
+from drivers.base import (
+    Chunk,
+    DriverError,
+    DriverInfo,
+    Halt,
+    Usage,
+    UsageError,
+    halting,
+    interrupted,
+    never,
+)
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
@@ -111,8 +121,8 @@ class ScriptedDriver:
 
     source: str | os.PathLike[str] | Sequence[dict[str, Any]]
     model: str = "scripted"
-    supports_grammar: bool = False
-    takes_data_spans: bool = True  # recorded, so tests see what a real tokenizer would get
+    # data spans are recorded, so tests see what a real tokenizer would get
+    info: DriverInfo = field(default_factory=lambda: DriverInfo(data_spans=True))
     steps: list[ScriptStep] = field(init=False)
     calls: list[RecordedCall] = field(init=False, default_factory=list)
 
@@ -138,6 +148,7 @@ class ScriptedDriver:
         max_tokens: int = 1024,
         grammar: str | None = None,
         data: Sequence[tuple[int, int]] = (),
+        halt: Halt = never,
     ) -> Iterator[Chunk]:
         n = len(self.calls)
         if n >= len(self.steps):
@@ -146,7 +157,7 @@ class ScriptedDriver:
             )
         previous = self.calls[-1].prompt if self.calls else ""
         self.calls.append(RecordedCall(prompt, tuple(stop), max_tokens, grammar, tuple(data)))
-        return self._replay(self.steps[n], prompt, previous)
+        return halting(self._replay(self.steps[n], prompt, previous), halt, interrupted)
 
     def _replay(self, step: ScriptStep, prompt: str, previous: str) -> Iterator[Chunk]:
         start = time.perf_counter()

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from agent.batch import BatchOptions, DriverPool, load_tasks, open_model, run_tasks
-from drivers.base import Chunk, DriverError, Usage, UsageError
+from agent.assemble import open_model
+from agent.batch import BatchOptions, DriverPool, load_tasks, run_tasks
+from drivers.base import Chunk, DriverError, DriverInfo, Usage, UsageError
 from drivers.scripted import ScriptedDriver
 
 FIXTURES = Path(__file__).parent / "fixtures" / "batch"
@@ -58,12 +59,11 @@ class FakeDriver:
     prompts that ask it to, and records how many streams ran at once."""
 
     model = "fake"
-    supports_grammar = False
 
     def __init__(self, pieces: int = 5, delay: float = 0.0, max_concurrency: int = 8) -> None:
         self.pieces = pieces
         self.delay = delay
-        self.max_concurrency = max_concurrency
+        self.info = DriverInfo(max_concurrency=max_concurrency)
         self.active = 0
         self.peak = 0
         self.closed = False
@@ -76,6 +76,7 @@ class FakeDriver:
         stop: Sequence[str] = (),
         max_tokens: int = 1024,
         grammar: str | None = None,
+        **_ignored: Any,  # data, halt: this stand-in never stops early by itself
     ) -> Iterator[Chunk]:
         with self._lock:
             self.active += 1
@@ -213,7 +214,7 @@ def test_a_failing_task_does_not_stop_the_others(tmp_path: Path) -> None:
 def test_jobs_are_capped_by_what_the_driver_can_serve() -> None:
     class OneAtATime:  # like the in-process llama driver: one KV cache
         model = "llama"
-        supports_grammar = False
+        info = DriverInfo()
 
         def close(self) -> None:
             return None
@@ -410,5 +411,5 @@ def test_constrain_always_without_grammar_support_is_a_usage_error(tmp_path: Pat
 
 
 def test_wire_is_only_for_servers() -> None:
-    with pytest.raises(UsageError, match="--wire is for openai: models"):
-        open_model(f"scripted:{SCRIPT}", "completions")
+    with pytest.raises(UsageError, match="--api is for openai: models"):
+        open_model(f"scripted:{SCRIPT}", api="completions")

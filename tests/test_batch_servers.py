@@ -102,7 +102,7 @@ def test_jobs_against_a_real_llama_cpp_server(tmp_path: Path) -> None:
         opts = options(
             tasks,
             model=f"openai:{url}#{MODEL_ALIAS}",
-            wire="completions",
+            api="completions",
             jobs=4,
             max_tokens=8,
         )
@@ -157,7 +157,7 @@ def test_server_dropping_one_stream_fails_only_that_task(
         *({"id": f"t{i}", "prompt": f"Task {i}.", "max_turns": 1} for i in range(4)),
         {"id": "cut", "prompt": "CUT this one short.", "max_turns": 1},
     )
-    opts = options(tasks, model=f"openai:{cutting_stub.url}#stub-model", wire="completions", jobs=3)
+    opts = options(tasks, model=f"openai:{cutting_stub.url}#stub-model", api="completions", jobs=3)
     started = time.monotonic()
     code, events = run(opts)
     assert time.monotonic() - started < 30
@@ -204,7 +204,7 @@ def test_six_tasks_three_jobs_against_a_real_llama_cpp_server(tmp_path: Path) ->
     )
     with llama_server(tmp_path / "server.log") as url:
         opts = options(
-            tasks, model=f"openai:{url}#{MODEL_ALIAS}", wire="completions", jobs=3, max_tokens=8
+            tasks, model=f"openai:{url}#{MODEL_ALIAS}", api="completions", jobs=3, max_tokens=8
         )
         started = time.monotonic()
         code, events = run(opts)

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from agent.contracts import Falsifier, Mutation, load_file, validate
-from agent.contracts_mutants import Patch
-from agent.contracts_run import check, copy_env, patched_copy
+from agent.contracts.check import check, copy_env, patched_copy
+from agent.contracts.mutants import Patch
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures" / "contracts"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agent.contracts import load_file
-from agent.contracts_cli import check_command, new_command, validate_command
+from agent.contracts.cli import check_command, new_command, validate_command
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures" / "contracts"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agent import contracts_mutants as mutants
+from agent.contracts import mutants
 from tests.fixtures.contracts import fixture_mod
 from tests.fixtures.contracts.fixture_mod import shout  # a second binding to the same object
 

@@ -10,8 +10,7 @@ import pytest
 
 from agent.history import Assistant, System, User
 from agent.prompt import render
-from drivers.base import DriverError, UsageError, collect
-from drivers.llama_cpp import _held_back
+from drivers.base import DriverError, UsageError, collect, partial_suffix
 
 pytest.importorskip("llama_cpp")
 pytestmark = pytest.mark.model
@@ -95,11 +94,11 @@ def test_corrupt_gguf_is_a_usage_error(tmp_path: Path) -> None:
     ],
 )
 def test_held_back_is_the_longest_partial_stop(text: str, stops: list[str], keep: int) -> None:
-    assert _held_back(text, stops) == keep
+    assert partial_suffix(text, stops) == keep
 
 
 def test_a_prompt_longer_than_the_context_is_a_clear_error(tmp_path: Path) -> None:
-    from agent.headless import build_agent, profile_of, system_message
+    from agent.assemble import build_agent, profile_of, start_session
     from agent.runtime import Budget
     from agent.session import SessionLog, load_messages
     from drivers.llama_cpp import open_llama
@@ -114,12 +113,12 @@ def test_a_prompt_longer_than_the_context_is_a_clear_error(tmp_path: Path) -> No
             profile_of("smollm2-135m"),
             tmp_path,
             lambda e: None,
-            log,
+            on_message=log.message,
             budget=Budget(),
             approve="read-only",
             constrain="never",
         )
-        agent.add(system_message(tmp_path))
+        start_session(agent, log.id)
         result = agent.run("please summarise: " + "lorem ipsum " * 300)
         log.close()
         assert result.status == "error" and "context" in (result.error or "")

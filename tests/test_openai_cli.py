@@ -38,8 +38,8 @@ def test_unknown_model_via_the_command_line(stub: Stub, workspace: Path) -> None
 
 
 def test_wire_is_refused_for_local_models(workspace: Path) -> None:
-    proc = bosun("run", "hi", "--wire", "chat", "--workspace", str(workspace))
-    assert proc.returncode == 2 and "--wire is for openai: models" in proc.stderr
+    proc = bosun("run", "hi", "--api", "chat", "--workspace", str(workspace))
+    assert proc.returncode == 2 and "--api is for openai: models" in proc.stderr
 
 
 def test_bosun_run_on_the_chat_wire_runs_the_servers_tool_calls(

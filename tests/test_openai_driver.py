@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from agent.dialect import chat_messages
 from agent.history import (
     Assistant,
     AssistantToolUse,
@@ -22,13 +23,9 @@ from agent.history import (
     ToolResult,
     User,
 )
-from drivers.base import DriverError, UsageError, collect
-from drivers.openai_http import (
-    ChatChunk,
-    chat_messages,
-    open_openai,
-    parse_spec,
-)
+from agent.turn import decode_call
+from drivers.base import ChatChunk, DriverError, RawCall, UsageError, collect
+from drivers.openai_http import open_openai, parse_spec
 from tests.openai_servers import (
     MODEL_ALIAS,
     Reply,
@@ -99,7 +96,7 @@ def test_bad_specs_are_usage_errors(spec: str, words: str) -> None:
 
 def test_unknown_wire_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="chat or completions"):
-        open_openai("openai:http://127.0.0.1:9/v1#m", wire="responses")
+        open_openai("openai:http://127.0.0.1:9/v1#m", api="responses")
 
 
 # --- history -> chat messages -------------------------------------------------------
@@ -181,11 +178,13 @@ def test_chat_assembles_streamed_tool_call_deltas(stub: Stub) -> None:
     history: list[Message] = [System("sys"), User("read a.txt and b.txt")]
     chunks = list(driver.chat(chat_messages(history), [READ_FILE], max_tokens=77))
     assert "".join(c.text for c in chunks) == "Reading both."
-    calls = [call for c in chunks for call in c.calls]
+    notes: list[str] = []
+    calls = [decode_call(call, notes) for c in chunks for call in c.calls]
     assert calls == [
         ToolCall("call_x", "read_file", {"path": "a.txt"}),
         ToolCall("call_y", "read_file", {"path": "b.txt"}),
     ]
+    assert notes == []
     # The first call is handed out as soon as the second starts, not at the very end.
     first_at = next(i for i, c in enumerate(chunks) if c.calls)
     assert first_at < len(chunks) - 1
@@ -212,8 +211,10 @@ def test_chat_call_cut_off_by_max_tokens_is_not_handed_out(stub: Stub) -> None:
         ),
     )
     chunks = list(stub_driver(stub).chat([{"role": "user", "content": "hi"}], [READ_FILE]))
-    assert [call.name for c in chunks for call in c.calls] == ["list_dir"]
-    notes = [d for c in chunks for d in c.diagnostics]
+    raw = [call for c in chunks for call in c.calls]
+    assert [(call.name, call.cut_off) for call in raw] == [("list_dir", False), ("read_file", True)]
+    notes: list[str] = []
+    assert [c.name for call in raw if (c := decode_call(call, notes))] == ["list_dir"]
     assert len(notes) == 1 and "read_file was cut off by the token limit" in notes[0]
     assert chunks[-1].finish_reason == "length"
 
@@ -230,8 +231,10 @@ def test_chat_bad_arguments_become_diagnostics(stub: Stub) -> None:
         ),
     )
     chunks = list(stub_driver(stub).chat([{"role": "user", "content": "hi"}], [READ_FILE]))
-    assert not [call for c in chunks for call in c.calls]
-    notes = [d for c in chunks for d in c.diagnostics]
+    raw = [call for c in chunks for call in c.calls]
+    assert raw == [RawCall("a", "read_file", "{path: a}"), RawCall("b", "read_file", '["a"]')]
+    notes: list[str] = []
+    assert not [c for call in raw if (c := decode_call(call, notes))]
     assert "not valid JSON" in notes[0] and "must be a JSON object" in notes[1]
 
 
@@ -273,7 +276,7 @@ def test_error_event_mid_stream_is_a_driver_error(stub: Stub) -> None:
         Reply(events=[completion_event("a"), {"error": {"message": "KV cache full"}}]),
     )
     with pytest.raises(DriverError, match="broke off: KV cache full"):
-        list(stub_driver(stub, wire="completions").stream("p"))
+        list(stub_driver(stub, api="completions").stream("p"))
 
 
 # --- stub: completions mode ---------------------------------------------------------
@@ -295,8 +298,8 @@ def test_completions_stream_passes_stop_and_grammar(stub: Stub) -> None:
             ]
         ),
     )
-    driver = stub_driver(stub, wire="completions")
-    assert driver.supports_grammar and not driver.chat_mode
+    driver = stub_driver(stub, api="completions")
+    assert driver.info.grammar and not driver.info.chat
     done = collect(driver.stream("<prompt>", stop=["<|im_end|>"], max_tokens=5, grammar="G"))
     assert done.text == "Hello" and done.finish_reason == "stop"
     assert (done.usage.prompt_tokens, done.usage.completion_tokens) == (9, 2)
@@ -314,14 +317,14 @@ def test_completions_without_usage_counts_streamed_pieces(stub: Stub) -> None:
             events=[completion_event("a"), completion_event("b"), completion_event("", "length")]
         ),
     )
-    done = collect(stub_driver(stub, wire="completions").stream("p"))
+    done = collect(stub_driver(stub, api="completions").stream("p"))
     assert done.finish_reason == "length" and done.usage.completion_tokens == 2
     body = stub.calls("POST /v1/completions")[0]["body"]
     assert "grammar" not in body and "stop" not in body
 
 
 def test_chat_chunk_defaults_are_empty() -> None:
-    assert ChatChunk() == ChatChunk("", "", (), (), None, None)
+    assert ChatChunk() == ChatChunk("", "", (), None, None)
 
 
 # --- the real server ----------------------------------------------------------------
@@ -331,7 +334,7 @@ def test_chat_chunk_defaults_are_empty() -> None:
 def test_real_server_completions_stream(server: str) -> None:
     from agent.prompt import render
 
-    driver = open_openai(f"openai:{server}#{MODEL_ALIAS}", wire="completions")
+    driver = open_openai(f"openai:{server}#{MODEL_ALIAS}", api="completions")
     assert driver.available == [MODEL_ALIAS]
     prompt = render([System("You are helpful."), User("Say hello.")], model=driver.model)
     assert prompt.startswith("<|im_start|>system")  # bosun rendered it: chatml for SmolLM2
@@ -345,7 +348,7 @@ def test_real_server_completions_stream(server: str) -> None:
 
 @pytest.mark.model
 def test_real_server_takes_a_grammar(server: str) -> None:
-    driver = open_openai(f"openai:{server}#{MODEL_ALIAS}", wire="completions")
+    driver = open_openai(f"openai:{server}#{MODEL_ALIAS}", api="completions")
     grammar = 'root ::= "yes" | "no"'
     done = collect(driver.stream("Is water wet? Answer:", max_tokens=4, grammar=grammar))
     assert done.text in ("yes", "no")
@@ -357,7 +360,7 @@ def test_real_server_chat_with_tools(server: str) -> None:
     """SmolLM2 may or may not call the tool; the request, the stream and its end must
     work either way."""
     driver = open_openai(f"openai:{server}#{MODEL_ALIAS}")
-    assert driver.chat_mode and not driver.supports_grammar
+    assert driver.info.chat and not driver.info.grammar
     history: list[Message] = [System("You are helpful."), User("Read notes.txt.")]
     messages = chat_messages(history)
     chunks = list(driver.chat(messages, [READ_FILE], max_tokens=6))

@@ -29,7 +29,7 @@ def test_retries_503_with_backoff_then_succeeds(stub: Stub) -> None:
         busy,
         Reply(events=[completion_event("ok", "stop")]),
     )
-    driver = stub_driver(stub, wire="completions", backoff=0.25)
+    driver = stub_driver(stub, api="completions", backoff=0.25)
     assert collect(driver.stream("p")).text == "ok"
     assert len(stub.calls("POST /v1/completions")) == 3
     assert driver.sleeps == [0.25, 0.5]  # type: ignore[attr-defined]
@@ -52,7 +52,7 @@ def test_client_errors_are_not_retried(stub: Stub) -> None:
         "POST /v1/completions",
         Reply(400, {"error": {"message": "the prompt is\n4096 tokens, the context 2048"}}),
     )
-    driver = stub_driver(stub, wire="completions")
+    driver = stub_driver(stub, api="completions")
     with pytest.raises(DriverError) as info:
         list(driver.stream("p"))
     assert len(stub.calls("POST /v1/completions")) == 1 and driver.sleeps == []  # type: ignore[attr-defined]
@@ -64,7 +64,7 @@ def test_a_slow_server_is_not_retried(stub: Stub) -> None:
     """A read timeout means the server is there but busy; retrying would only multiply
     the wait."""
     stub.on("POST /v1/completions", Reply(events=[completion_event("x", "stop")], delay=2))
-    driver = stub_driver(stub, wire="completions", timeout=0.3)
+    driver = stub_driver(stub, api="completions", timeout=0.3)
     with pytest.raises(DriverError) as info:
         list(driver.stream("p"))
     assert str(info.value) == f"{stub.url} sent nothing for 0.3 s (the read timeout)"
@@ -72,8 +72,8 @@ def test_a_slow_server_is_not_retried(stub: Stub) -> None:
 
 
 def test_missing_endpoint_suggests_the_other_wire(stub: Stub) -> None:
-    with pytest.raises(DriverError, match=r"no /completions endpoint .*try --wire chat"):
-        list(stub_driver(stub, wire="completions").stream("p"))
+    with pytest.raises(DriverError, match=r"no /completions endpoint .*try --api chat"):
+        list(stub_driver(stub, api="completions").stream("p"))
 
 
 def test_rejected_key_says_which_variables(stub: Stub, monkeypatch: pytest.MonkeyPatch) -> None:

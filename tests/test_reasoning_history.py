@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.dialect import to_template_messages
+from agent.dialect import chat_messages, to_template_messages
 from agent.history import (
     Assistant,
     AssistantToolUse,
@@ -18,7 +18,6 @@ from agent.history import (
     to_json,
 )
 from agent.profile import profile_for
-from drivers.openai_wire import chat_messages
 from tests.helpers import make_agent, tool_call
 
 # The shape of Qwen3's and DeepSeek-R1's templates, cut down: the generation prompt

@@ -11,15 +11,12 @@ from pathlib import Path
 import pytest
 
 from agent import events as ev
-from agent.chat import (
-    INTERRUPTED_CALL,
-    STOPPED_CALL,
-    ChatSession,
-    cut_partial_marker,
-)
+from agent.chat import ChatSession
 from agent.config import Config
 from agent.history import Assistant, AssistantToolUse, System, ToolCall, ToolResult, User
+from agent.runtime import INTERRUPTED_CALL, STOPPED_CALL
 from agent.session import load_messages
+from agent.turn import cut_partial_marker
 from agent.ui.commands import write_agents_md
 from drivers.base import UsageError
 from tests.helpers import tool_call
@@ -130,7 +127,7 @@ def test_switch_model_keeps_history(workspace: Path, script_file) -> None:
         "from the first",
         "from the second",
     ]
-    assert "from the first" in chat.driver.inner.prompts[0]  # the new model saw it all
+    assert "from the first" in chat.driver.prompts[0]  # the new model saw it all
     chat.close()
 
 
@@ -138,8 +135,8 @@ def test_status_numbers(workspace: Path, script_file) -> None:
     chat = chat_with(script_file("a b c"), workspace, [])
     chat.send("count")
     stats = chat.stats
-    assert stats.calls == 1 and stats.completion_tokens == 3
-    assert stats.context_used == stats.prompt_tokens + 3
+    assert stats.calls == 1 and stats.total.completion_tokens == 3
+    assert stats.context_used == stats.total.prompt_tokens + 3
     chat.close()
 
 

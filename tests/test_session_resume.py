@@ -80,7 +80,7 @@ def test_a_resumed_chat_continues_the_same_prefix(workspace: Path, script_file) 
     )
     first.start_new()
     first.send("what is here?")
-    before = first.driver.inner.prompts[-1]
+    before = first.driver.prompts[-1]
     expected = render([*first.history, User("and now?")], first.tools.specs(), first.driver.model)
     assert first.log is not None
     path = first.log.path
@@ -88,7 +88,7 @@ def test_a_resumed_chat_continues_the_same_prefix(workspace: Path, script_file) 
 
     chat = resumed(path, workspace, script_file("ok"))
     chat.send("and now?")
-    sent = chat.driver.inner.prompts[0]
+    sent = chat.driver.prompts[0]
     assert sent == expected
     assert sent.startswith(before)  # the KV cache from before the restart still applies
     chat.close()

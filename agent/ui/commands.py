@@ -113,7 +113,7 @@ def _resume(repl: Repl, arg: str) -> None:
 
 
 def _render(repl: Repl, _arg: str) -> None:
-    prompt = repl.chat.driver.last_prompt
+    prompt = repl.chat.last_prompt
     if prompt is None:
         repl.say("no model call yet; this is what the next one would send:")
         prompt = repl.chat.next_prompt()
@@ -125,10 +125,10 @@ def _usage(repl: Repl, _arg: str) -> None:
     size = repl.chat.context_size
     rows = [
         ("model calls", str(s.calls)),
-        ("prompt tokens", str(s.prompt_tokens)),
-        ("cached tokens", str(s.cached_tokens)),
-        ("completion tokens", str(s.completion_tokens)),
-        ("model time", f"{s.ms / 1000:.1f} s"),
+        ("prompt tokens", str(s.total.prompt_tokens)),
+        ("cached tokens", str(s.total.cached_tokens)),
+        ("completion tokens", str(s.total.completion_tokens)),
+        ("model time", f"{s.total.ms / 1000:.1f} s"),
         ("last speed", f"{s.tokens_per_s:.1f} tok/s"),
         ("context used", f"{s.context_used} / {size if size else '?'}"),
     ]

@@ -85,7 +85,7 @@ def test_render_before_and_after_a_call(repl: FakeRepl) -> None:
     assert "what the next one would send" in out
     repl.chat.send("hello there")
     out = repl.run("/render")
-    assert "hello there" in out and out.strip().endswith(repl.chat.driver.last_prompt.strip()[-20:])
+    assert "hello there" in out and out.strip().endswith(repl.chat.last_prompt.strip()[-20:])
 
 
 def test_save_exports_history_render_can_read(repl: FakeRepl, tmp_path: Path) -> None:

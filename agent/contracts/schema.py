@@ -1,4 +1,4 @@
-"""Falsification contracts: loading, schema and validation.
+"""Contract files: loading and schema.
 
 A contract (contracts/*.yaml) states obligations and, for each, falsifiers: pytest nodes
 that must fail if the obligation is broken, optionally with a mutation that breaks it on
@@ -6,8 +6,8 @@ purpose. Validation is strict because a contract that silently checks nothing is
 than none: a misspelt `mutaton:` key, a test node that no longer exists or a patch whose
 `find` text has drifted would all turn a check into a rubber stamp.
 
-Running falsifiers and mutants lives in agent/contracts_run.py, the command line in
-agent/contracts_cli.py, the mutant library in agent/contracts_mutants.py.
+This module reads and checks the files themselves; what only the real tree can show
+(test nodes, mutation targets) is `validate`'s.
 """
 
 from __future__ import annotations
@@ -19,15 +19,14 @@ from typing import Any
 
 import yaml
 
-from agent import contracts_mutants as mutants
-from agent import contracts_yaml
-from agent.contracts_yaml import Reader
+from agent.contracts import mutants, yaml_lines
+from agent.contracts.yaml_lines import Reader
 
 CONTRACT_ID_RE = re.compile(r"[a-z0-9-]+-v[0-9]+")
 OBLIGATION_ID_RE = re.compile(r"OBLIG-[A-Z0-9]+(-[A-Z0-9]+)*")
 FALSIFIER_ID_RE = re.compile(r"FALSIFY-[A-Z0-9]+(-[A-Z0-9]+)*")
 TEST_NODE_RE = re.compile(r"[^\s:]+\.py(::[^\s:]+)+")
-# How the checker talks to agent/contracts_plugin.py inside its pytest subprocesses.
+# How the checker talks to agent/contracts/plugin.py inside its pytest subprocesses.
 REPORT_ENV = "BOSUN_CONTRACTS_REPORT"
 MUTATION_ENV = "BOSUN_CONTRACTS_MUTATION"
 RESOLVE_ENV = "BOSUN_CONTRACTS_RESOLVE"
@@ -193,7 +192,7 @@ def load_file(path: Path) -> tuple[Contract | None, list[Problem]]:
 
 def _read_contract(r: Reader, path: Path) -> Contract | None:
     try:
-        data, duplicate_keys = contracts_yaml.load(path.read_text(encoding="utf-8"))
+        data, duplicate_keys = yaml_lines.load(path.read_text(encoding="utf-8"))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         r.problem(mark.line + 1 if mark else None, f"not valid YAML: {exc.problem or exc}")
@@ -330,76 +329,3 @@ def find_root(path: Path) -> Path:
         if (candidate / "pyproject.toml").is_file():
             return candidate
     return start.parent
-
-
-def environment_problems(validation: Validation, root: Path) -> None:
-    """Problems only the real tree can show: files, test nodes, mutation targets."""
-    from agent import contracts_run
-
-    v, falsifiers = validation, validation.falsifiers
-    if not falsifiers:
-        return
-    if not (root / "tests").is_dir() and not any(
-        (root / f.test_file).is_file() for f in falsifiers
-    ):
-        v.problems.append(
-            Problem(
-                None,
-                None,
-                f"no tests/ folder at {root}: this looks like an installed copy "
-                "without its tests, so falsifiers cannot be checked here; run this in a "
-                "source checkout",
-            )
-        )
-        v.missing_nodes |= {f.id for f in falsifiers}
-        return
-    present = []
-    for f in falsifiers:
-        if (root / f.test_file).is_file():
-            present.append(f)
-        else:
-            v.missing_nodes.add(f.id)
-            v.problems.append(
-                Problem(f.file, f.test_line, f"test file {f.test_file} does not exist")
-            )
-        if f.mutation and f.mutation.patch:
-            problem = f.mutation.patch.problem(root)
-            if problem:
-                v.bad_mutations.add(f.id)
-                v.problems.append(Problem(f.file, f.mutation_line, problem))
-    named = [f for f in falsifiers if f.mutation and not f.mutation.patch]
-    targets = [
-        {"target": f.mutation.target, "mutant": f.mutation.mutant} for f in named if f.mutation
-    ]
-    files = sorted({f.test_file for f in present})
-    collected = contracts_run.collect(root, files, targets)
-    if collected.error:
-        v.problems.append(Problem(None, None, collected.error))
-        v.missing_nodes |= {f.id for f in present}
-        return
-    for f in present:
-        if not any(f.owns(node) for node in collected.nodes):
-            v.missing_nodes.add(f.id)
-            error = collected.file_errors.get(f.test_file)
-            why = f"does not import: {_last_line(error)}" if error else "is not collected by pytest"
-            v.problems.append(Problem(f.file, f.test_line, f"test {f.test} {why}"))
-    for f in named:
-        assert f.mutation is not None
-        error = collected.resolved.get(f"{f.mutation.target} {f.mutation.mutant}", "not resolved")
-        if error:
-            v.bad_mutations.add(f.id)
-            v.problems.append(Problem(f.file, f.mutation_line, f"mutation target: {error}"))
-
-
-def _last_line(text: str) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return lines[-1].strip() if lines else "collection error"
-
-
-def validate(path: Path, root: Path | None = None) -> Validation:
-    """Schema, cross-file rules, and (against `root`) test nodes and mutation targets."""
-    contracts, problems = load(path)
-    validation = Validation(contracts, problems, root or find_root(path))
-    assert validation.root is not None
-    environment_problems(validation, validation.root)
-    return validation

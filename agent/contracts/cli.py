@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agent.contracts import CONTRACT_ID_RE, Problem
+from agent.contracts.schema import CONTRACT_ID_RE, Problem
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -94,7 +94,7 @@ def check_command(
     path: Path | None, mutate: bool = False, json_out: bool = False, jobs: int | None = None
 ) -> int:
     """Run every falsifier; with `mutate`, prove each one fails under its mutant."""
-    from agent.contracts_run import check
+    from agent.contracts.check import check
 
     where = _contracts_path(path)
     if where is None or not where.exists():

@@ -1,4 +1,4 @@
-"""pytest plugin the contract checker loads with `-p agent.contracts_plugin`.
+"""pytest plugin the contract checker loads with `-p agent.contracts.plugin`.
 
 It runs inside the pytest subprocess and talks to the checker through environment
 variables and one JSON file, so the checker never parses pytest's human output:
@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from agent import contracts_mutants as mutants
-from agent.contracts import MUTATION_ENV, REPORT_ENV, RESOLVE_ENV
+from agent.contracts import mutants
+from agent.contracts.schema import MUTATION_ENV, REPORT_ENV, RESOLVE_ENV
 
 _DETAIL_LINES = 25
 _DETAIL_CHARS = 3000

@@ -2,7 +2,7 @@
 
 Contract errors are only useful with a line to jump to. PyYAML's composer knows every
 node's start mark; these constructors keep it on the dicts and lists they build, so the
-schema checks in agent/contracts.py can point at the key or item that is wrong.
+schema checks in agent/contracts/schema.py can point at the key or item that is wrong.
 """
 
 from __future__ import annotations
