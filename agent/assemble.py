@@ -17,9 +17,10 @@ from agent.constraint import constraint_for
 from agent.errors import ToolError, UsageError
 from agent.gguf import GGUFError
 from agent.history import Message, System
+from agent.permissions import Approver
 from agent.profile import ModelProfile, profile_for
 from agent.prompt import system_prompt
-from agent.runtime import Agent, Approver, Budget
+from agent.runtime import Agent, Budget
 from agent.tools import default_registry
 from agent.tools.confine import open_in_workspace
 from drivers import open_driver

@@ -18,7 +18,8 @@ from agent.config import Config
 from agent.constraint import constraint_for
 from agent.errors import UsageError
 from agent.history import Message, ToolCall, ToolResult
-from agent.runtime import INTERRUPTED_CALL, Approver, Budget
+from agent.permissions import Approver
+from agent.runtime import INTERRUPTED_CALL, Budget
 from agent.session import (
     SessionLog,
     StoredSession,

@@ -14,7 +14,8 @@ from agent.assemble import build_agent, open_model, start_session
 from agent.errors import SessionWriteError, UsageError
 from agent.history import ToolCall
 from agent.output import JsonlPrinter, TextPrinter
-from agent.runtime import Approval, Approver, Budget
+from agent.permissions import Approval, Approver
+from agent.runtime import Budget
 from agent.session import SessionLog, new_session_id
 from agent.tools import Tool, ToolContext, ToolRegistry
 from agent.untrusted import json_line, visible

@@ -9,9 +9,8 @@ from agent.errors import UsageError
 from agent.gguf import GGUFError
 from agent.history import Message
 from agent.profile import bundled_models, profile_for
-from agent.prompt import load_messages, render_for_model
-from agent.session import load_messages as load_session_messages
-from agent.session import sessions_dir
+from agent.prompt import read_messages_json, render_for_model
+from agent.session import load_messages, sessions_dir
 from agent.tools import default_registry
 
 
@@ -49,7 +48,7 @@ def session_path(session_id: str) -> Path:
 
 def session_history(session_id: str) -> list[Message]:
     try:
-        return load_session_messages(session_path(session_id))
+        return load_messages(session_path(session_id))
     except ValueError as exc:
         raise UsageError(f"session {session_id} is damaged: {exc}") from None
 
@@ -59,7 +58,7 @@ def render_command(model: str, session_id: str | None, messages_file: Path | Non
         raise UsageError("give exactly one of --session ID or --messages FILE.json")
     if messages_file is not None:
         try:
-            history = load_messages(messages_file)
+            history = read_messages_json(messages_file)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     else:

@@ -6,15 +6,19 @@ whether a call asks first.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
 from agent.errors import ToolError
+from agent.history import ToolCall
 from agent.tools.confine import resolve_in_workspace
-from agent.tools.registry import ToolKind
+from agent.tools.registry import Tool, ToolKind
 
 ApproveMode = Literal["ask", "auto-edit", "auto", "read-only"]
 APPROVE_MODES: tuple[str, ...] = ("ask", "auto-edit", "auto", "read-only")
+Approval = Literal["yes", "no", "always"]
+Approver = Callable[[ToolCall, Tool], Approval]  # None where nobody can answer
 
 
 def touches_git(root: Path, path: object) -> bool:
@@ -60,3 +64,40 @@ def decision(mode: str, kind: ToolKind) -> Literal["allow", "ask", "deny"]:
     if mode == "auto-edit" and kind == "write":
         return "allow"
     return "ask"
+
+
+def refusal(
+    mode: str,
+    approver: Approver | None,
+    always: set[str],
+    call: ToolCall,
+    tool: Tool,
+    root: Path,
+) -> str | None:
+    """Why this call may not run (the mode, or the user's answer), or None to run it.
+    `always` remembers the tools the user allowed for the rest of the session; the
+    approver's KeyboardInterrupt (Ctrl-C at the question) is the caller's to handle."""
+    verdict = call_decision(mode, tool.kind, call.arguments, root)
+    if verdict == "deny":
+        return f"Error: {call.name} is not allowed in {mode} mode"
+    # a write into .git/ asks each time: "always" for edits is not "always" for hooks
+    git = into_git(mode, tool.kind, call.arguments, root)
+    if verdict != "ask" or (call.name in always and not git):
+        return None
+    if approver is None:
+        why = (
+            "writes into .git/ run commands at the next git command, so they"
+            " need approval; only --approve auto allows them unasked"
+            if git
+            else "the user can rerun with --approve auto-edit or --approve auto"
+        )
+        return f"Error: {call.name} needs approval and nobody can approve here; {why}"
+    try:
+        answer = approver(call, tool)
+    except EOFError:  # input closed: nobody said yes
+        answer = "no"
+    if answer == "always" and not git:
+        always.add(call.name)
+    elif answer not in ("yes", "always"):
+        return "Error: the user declined this call"
+    return None

@@ -43,9 +43,9 @@ __all__ = [
     "WireDecoder",
     "canonical_to_wire",
     "data_spans",
-    "load_messages",
     "load_template",
     "profile_with",
+    "read_messages_json",
     "render",
     "render_for_model",
     "system_prompt",
@@ -165,7 +165,7 @@ def render_for_model(
     return profile.render(messages, tools) if wire else profile.canonical(messages, tools)
 
 
-def load_messages(path: str | Path) -> list[Message]:
+def read_messages_json(path: str | Path) -> list[Message]:
     """Read a messages file (a JSON list in `agent.history.to_json` format).
 
     Raises ValueError naming the file and the offending message, for `bosun render`.

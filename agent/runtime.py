@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 from agent import events as ev
 from agent.cancel import Cancel
@@ -27,15 +26,12 @@ from agent.history import (
     ToolResult,
     User,
 )
-from agent.permissions import call_decision, into_git
+from agent.permissions import Approver, refusal
 from agent.profile import ModelProfile, profile_for
 from agent.session import last_call_number
-from agent.tools.registry import Tool, ToolContext, ToolRegistry
+from agent.tools.registry import ToolContext, ToolRegistry
 from agent.turn import Reply, Request, Trace, call_model
 from drivers.base import Driver, Usage
-
-Approval = Literal["yes", "no", "always"]
-Approver = Callable[[ToolCall, Tool], Approval]
 
 INTERRUPTED_CALL = "Error: the user interrupted before this call ran"
 STOPPED_CALL = "Error: the user interrupted this call while it ran; its effect may be partial"
@@ -48,6 +44,21 @@ class Budget:
     max_identical_calls: int = 3
     max_format_errors: int = 3
     max_tokens: int = 1024
+
+    def exceeded(
+        self, turns: int, tool_calls: int, recent: list[str], format_errors: int
+    ) -> tuple[str, str] | None:
+        """(status, why) when the next model call would go over a limit, else None."""
+        if turns >= self.max_turns:
+            return "max_turns", f"stopped after {turns} model calls (--max-turns)"
+        if tool_calls >= self.max_tool_calls:
+            return "max_turns", f"stopped after {tool_calls} tool calls"
+        last = recent[-self.max_identical_calls :]
+        if len(last) == self.max_identical_calls and len(set(last)) == 1:
+            return "stuck", f"the same tool call was made {len(last)} times in a row"
+        if format_errors >= self.max_format_errors:
+            return "error", f"{format_errors} malformed tool calls in a row"
+        return None
 
 
 @dataclass
@@ -124,7 +135,9 @@ class Agent:
         try:
             self.add(User(prompt))
             while not self.cancel.is_set():
-                stopped = self._budget_exceeded()
+                stopped = self.budget.exceeded(
+                    self.turns, self.tool_calls, self._recent_calls, self._format_errors
+                )
                 if stopped is not None:
                     status, error = stopped
                     break
@@ -153,19 +166,6 @@ class Agent:
     def step(self) -> bool:
         """One model call and its consequences; False when the agent is done."""
         return self.act(self.query())
-
-    def _budget_exceeded(self) -> tuple[str, str] | None:
-        b = self.budget
-        if self.turns >= b.max_turns:
-            return "max_turns", f"stopped after {self.turns} model calls (--max-turns)"
-        if self.tool_calls >= b.max_tool_calls:
-            return "max_turns", f"stopped after {self.tool_calls} tool calls"
-        recent = self._recent_calls[-b.max_identical_calls :]
-        if len(recent) == b.max_identical_calls and len(set(recent)) == 1:
-            return "stuck", f"the same tool call was made {b.max_identical_calls} times in a row"
-        if self._format_errors >= b.max_format_errors:
-            return "error", f"{self._format_errors} malformed tool calls in a row"
-        return None
 
     def query(self) -> Reply:
         """One model call (agent.turn); its usage is counted and its call ids made
@@ -243,10 +243,16 @@ class Agent:
     def _execute(self, call: ToolCall) -> ToolResult:
         """Approval first, then the tool; Ctrl-C while it runs stops it (see Cancel)."""
         tool = self.tools.get(call.name)
-        if tool is not None:
-            refused = self._refusal(call, tool)
-            if refused is not None:
-                return ToolResult(call.id, refused, is_error=True)
+        try:
+            refused = None
+            if tool is not None:
+                mode, ask, root = self.approve, self.approver, self.workspace
+                refused = refusal(mode, ask, self._always, call, tool, root)
+        except KeyboardInterrupt:  # Ctrl-C at the question: no, and stop this turn
+            self.cancel.set()
+            refused = INTERRUPTED_CALL
+        if refused is not None:
+            return ToolResult(call.id, refused, is_error=True)
         self.cancel.hard = True
         try:
             return self.tools.execute(call, ToolContext(self.workspace))
@@ -255,33 +261,3 @@ class Agent:
             return ToolResult(call.id, STOPPED_CALL, is_error=True)
         finally:
             self.cancel.hard = False
-
-    def _refusal(self, call: ToolCall, tool: Tool) -> str | None:
-        """Why this call may not run (approval mode, the user's answer), or None."""
-        verdict = call_decision(self.approve, tool.kind, call.arguments, self.workspace)
-        if verdict == "deny":
-            return f"Error: {call.name} is not allowed in {self.approve} mode"
-        # a write into .git/ asks each time: "always" for edits is not "always" for hooks
-        git = into_git(self.approve, tool.kind, call.arguments, self.workspace)
-        if verdict != "ask" or (call.name in self._always and not git):
-            return None
-        if self.approver is None:
-            why = (
-                "writes into .git/ run commands at the next git command, so they"
-                " need approval; only --approve auto allows them unasked"
-                if git
-                else "the user can rerun with --approve auto-edit or --approve auto"
-            )
-            return f"Error: {call.name} needs approval and nobody can approve here; {why}"
-        try:
-            answer = self.approver(call, tool)
-        except KeyboardInterrupt:  # Ctrl-C at the question: no, and stop this turn
-            self.cancel.set()
-            return INTERRUPTED_CALL
-        except EOFError:
-            answer = "no"
-        if answer == "always" and not git:
-            self._always.add(call.name)
-        elif answer not in ("yes", "always"):
-            return "Error: the user declined this call"
-        return None

@@ -27,7 +27,7 @@ from agent.history import (
     User,
 )
 from agent.listing import session_path
-from agent.runtime import Approval
+from agent.permissions import Approval
 from agent.session import bosun_home, latest_session, load_session
 from agent.tools import Tool
 from agent.ui import commands

@@ -11,7 +11,7 @@ import pytest
 from agent import capabilities, profile
 from agent.gguf import write_gguf
 from agent.history import to_json
-from agent.prompt import TemplateRenderError, load_messages, render, render_for_model
+from agent.prompt import TemplateRenderError, read_messages_json, render, render_for_model
 from tests.prompt.prompt_cases import CANONICAL, CORPUS, SHIPPED, TOOLS
 
 # SmolLM2's embedded template: prints every role the same way, knows nothing of tools.
@@ -115,7 +115,7 @@ def test_an_override_rule_beats_the_own_template(tmp_path: Path, override_table:
 def test_render_for_model_with_a_messages_file(tmp_path: Path) -> None:
     path = tmp_path / "messages.json"
     path.write_text(to_json(CANONICAL), encoding="utf-8")
-    messages = load_messages(path)
+    messages = read_messages_json(path)
     assert messages == CANONICAL
     assert render_for_model("smollm2-135m", messages, TOOLS) == render(CANONICAL, TOOLS)
 
@@ -133,10 +133,10 @@ def test_bad_messages_files_are_clear_value_errors(tmp_path: Path, content: str,
     path = tmp_path / "m.json"
     path.write_text(content, encoding="utf-8")
     with pytest.raises(ValueError, match=message) as info:
-        load_messages(path)
+        read_messages_json(path)
     assert str(path) in str(info.value) and "\n" not in str(info.value)
 
 
 def test_missing_messages_file(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="cannot read messages file"):
-        load_messages(tmp_path / "absent.json")
+        read_messages_json(tmp_path / "absent.json")

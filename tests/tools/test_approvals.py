@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from agent.history import ToolCall, ToolResult
-from agent.runtime import Approval
+from agent.permissions import Approval
 from agent.tools import Tool, ToolContext
 from tests.helpers import make_agent, tool_call
 

@@ -14,7 +14,7 @@ from rich.console import Console
 from agent.chat import ChatSession
 from agent.config import Config
 from agent.history import System, User
-from agent.prompt import load_messages
+from agent.prompt import read_messages_json
 from agent.ui import commands
 from agent.ui.input import SlashCompleter
 from agent.ui.render import Renderer
@@ -93,7 +93,7 @@ def test_save_exports_history_render_can_read(repl: FakeRepl, tmp_path: Path) ->
     assert "saved as it goes" in repl.run("/save")
     target = tmp_path / "out.json"
     repl.run(f"/save {target}")
-    assert load_messages(target) == repl.chat.history
+    assert read_messages_json(target) == repl.chat.history
 
 
 def test_usage_clear_sessions_resume(repl: FakeRepl) -> None:
