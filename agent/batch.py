@@ -38,7 +38,7 @@ from agent.session import SessionLog, new_session_id
 from agent.tasks_file import BadLine, BatchOptions, Task, load_tasks, read_tasks
 from agent.tools import default_registry
 from agent.untrusted import json_line
-from drivers.base import Driver
+from drivers.base import Driver, Usage
 
 EXIT_INTERRUPTED = 130
 
@@ -249,14 +249,17 @@ def _isatty(stream: TextIO) -> bool:
 
 def summary(results: Sequence[ev.RunFinished], wall_ms: int) -> dict[str, Any]:
     done = sum(1 for r in results if r.status == "done")
+    total = Usage()
+    for r in results:
+        total.add(Usage(r.prompt_tokens, r.cached_tokens, r.completion_tokens))
     return {
         "type": "summary",
         "done": done,
         "failed": len(results) - done,
         "tasks": len(results),
-        "prompt_tokens": sum(r.prompt_tokens for r in results),
-        "cached_tokens": sum(r.cached_tokens for r in results),
-        "completion_tokens": sum(r.completion_tokens for r in results),
+        "prompt_tokens": total.prompt_tokens,
+        "cached_tokens": total.cached_tokens,
+        "completion_tokens": total.completion_tokens,
         "wall_ms": wall_ms,
     }
 

@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from agent import untrusted
-from agent.markup import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
+from agent.markup import TOOL_CALL_CLOSE, TOOL_CALL_OPEN, partial_suffix
 from agent.parsing.salvage import CallSpec, decode_arguments, loads_or_none
 
 # A decoded body yields calls and diagnostics, in the order the model wrote them.
@@ -39,9 +39,10 @@ _WS = re.compile(r"[ \t\r\n]*")
 
 
 def _held_prefix(buf: str, i: int, *markers: str) -> bool:
-    """True when buf[i:] is cut short inside one of `markers` (wait for more input)."""
+    """True when buf[i:] is cut short inside one of `markers` (wait for more input):
+    all of it is the partial marker a stream must hold back."""
     left = len(buf) - i
-    return any(left < len(m) and m.startswith(buf[i:]) for m in markers)
+    return left < max(map(len, markers)) and partial_suffix(buf[i:], markers) == left
 
 
 class EnvelopeScanner:
