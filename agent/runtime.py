@@ -204,12 +204,14 @@ class Agent:
         return ToolCall(f"{prefix}{self._ids}", call.name, call.arguments, call.salvaged)
 
     def act(self, reply: Reply) -> bool:
+        if self.cancel.is_set():  # none of its calls was seen through by the user
+            reply.calls = []
         if reply.reasoning and (reply.prose.strip() or reply.calls):
             self.add(Reasoning(reply.reasoning))
         if reply.prose.strip():
             self.add(Assistant(reply.prose))
             self._final_text = reply.prose
-        if self.cancel.is_set():  # none of its calls was seen through by the user
+        if self.cancel.is_set():
             return False
         for message in reply.diagnostics:
             self.emit(ev.Diagnostic(message))
