@@ -7,20 +7,23 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from agent import events as ev
+from agent.budget import Budget
 from agent.cancel import Cancel
+from agent.compact import Compactor
 from agent.constraint import constraint_for
+from agent.context import Counter, Limits, View
 from agent.errors import ToolError, UsageError
 from agent.gguf import GGUFError
 from agent.history import Message, System
 from agent.permissions import Approver
 from agent.profile import ModelProfile, profile_for
 from agent.prompt import system_prompt
-from agent.runtime import Agent, Budget
+from agent.runtime import Agent
 from agent.tools import default_registry
 from agent.tools.confine import open_in_workspace
 from drivers import open_driver
@@ -42,7 +45,7 @@ def open_model(
     """The driver for `spec` and the profile of the model behind it. The profile comes
     first: a bad model file or capabilities.toml fails before seconds of loading."""
     profile = profile_of(spec)
-    local = not spec.lower().startswith(("scripted:", "openai:"))
+    local = not spec.lower().startswith("openai:")  # a server sets its own context
     options: dict[str, Any] = {"n_ctx": context_size} if context_size and local else {}
     return open_driver(spec, api=api, **options), profile
 
@@ -61,11 +64,13 @@ def build_agent(
     trace: Callable[[dict[str, Any]], None] | None = None,
     ablate: frozenset[str] = frozenset(),
     cancel: Cancel | None = None,
+    context_size: int | None = None,
+    compact_at: float | None = None,
 ) -> Agent:
     """An Agent with bosun's tools; `on_message` sees every message added (a session
     file), `cancel` is shared where one Ctrl-C stops several agents (a batch)."""
     tools = default_registry()
-    return Agent(
+    agent = Agent(
         driver=driver,
         tools=tools,
         workspace=workspace,
@@ -82,14 +87,37 @@ def build_agent(
         profile=profile,
         cancel=cancel if cancel is not None else Cancel(),
     )
+    agent.compactor = compactor_for(driver, context_size, compact_at)
+    return agent
 
 
-def start_session(agent: Agent, session_id: str, stored: list[Message] | None = None) -> None:
+def compactor_for(
+    driver: Driver,
+    context_size: int | None,
+    compact_at: float | None,
+    view: View | None = None,
+) -> Compactor | None:
+    """The context budget for this backend: its own context size where it knows it
+    (the in-process model), else the one the user gave; none when neither is known."""
+    n_ctx = driver.info.n_ctx or context_size
+    if not n_ctx:
+        return None
+    limits = Limits(n_ctx, compact_at if compact_at is not None else Limits.compact_at)
+    return Compactor(limits, Counter(driver.info.tokenize), view or View())
+
+
+def start_session(
+    agent: Agent,
+    session_id: str,
+    stored: list[Message] | None = None,
+    compactions: Sequence[dict[str, Any]] = (),
+) -> None:
     """The session line first, then the history: a new one gets the system prompt, read
-    now (AGENTS.md may have changed); a stored one is taken as it was saved, so the next
-    prompt starts with the bytes the model saw before (a prefix cache still applies)."""
+    now (AGENTS.md may have changed); a stored one is taken as it was saved, compactions
+    included, so the next prompt starts with the bytes the model saw before (a prefix
+    cache still applies)."""
     agent.emit(ev.SessionStarted(session_id, agent.driver.model, str(agent.workspace)))
-    agent.load(stored if stored is not None else [])
+    agent.load(stored if stored is not None else [], compactions)
     if stored is None:
         agent.add(system_message(agent.workspace))
 

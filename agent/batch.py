@@ -27,13 +27,14 @@ from typing import Any, TextIO
 
 from agent import events as ev
 from agent.assemble import build_agent, open_model, profile_of, start_session
+from agent.budget import Budget
 from agent.cancel import Cancel
 from agent.constraint import constraint_for
 from agent.errors import UsageError
 from agent.headless import trace_writer
 from agent.output import JsonlPrinter
 from agent.profile import ModelProfile
-from agent.runtime import Agent, Budget
+from agent.runtime import Agent
 from agent.session import SessionLog, new_session_id
 from agent.tasks_file import BadLine, BatchOptions, Task, load_tasks, read_tasks
 from agent.tools import default_registry
@@ -68,7 +69,7 @@ class DriverPool:
         if self._scripted:
             source = self.driver
             assert isinstance(source, ScriptedDriver)
-            return ScriptedDriver(source.source, model=source.model)
+            return ScriptedDriver(source.source, model=source.model, n_ctx=source.n_ctx)
         return self.driver
 
     def release(self, driver: Driver) -> None:
@@ -115,6 +116,7 @@ class _Shared:
     constrain: str
     cancelled: Cancel
     ablate: frozenset[str] = frozenset()
+    context_size: int | None = None
 
 
 def _interrupted() -> ev.RunFinished:
@@ -160,6 +162,7 @@ def run_task(task: Task, shared: _Shared) -> ev.RunFinished:
             trace=trace,
             ablate=shared.ablate,
             cancel=shared.cancelled,  # ^C reaches only the main thread, which sets it
+            context_size=shared.context_size,
         )
         start_session(agent, session.id)
         return agent.run(task.prompt)
@@ -303,11 +306,20 @@ def run_tasks(
         return _report_bad_lines(bad, LockedOutput(out), time.perf_counter())
     trace = _locked(trace_writer(opts.trace)) if opts.trace is not None else None
     if driver is None:
-        driver, profile = open_model(opts.model, api=opts.api)
+        driver, profile = open_model(opts.model, api=opts.api, context_size=opts.context_size)
     else:
         profile = profile_of(opts.model)
     pool = DriverPool(driver, opts.jobs)
-    shared = _Shared(pool, profile, LockedOutput(out), trace, opts.constrain, Cancel(), opts.ablate)
+    shared = _Shared(
+        pool,
+        profile,
+        LockedOutput(out),
+        trace,
+        opts.constrain,
+        Cancel(),
+        opts.ablate,
+        opts.context_size,
+    )
     try:  # a bad --constrain fails here, once, rather than in every task
         constraint_for(opts.constrain, pool.driver, default_registry(), profile)
     except UsageError:

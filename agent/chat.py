@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from agent import events as ev
-from agent.assemble import build_agent, open_model, start_session
+from agent.assemble import build_agent, compactor_for, open_model, start_session
+from agent.budget import Budget
 from agent.config import Config
 from agent.constraint import constraint_for
 from agent.errors import UsageError
 from agent.history import Message, ToolCall, ToolResult
 from agent.permissions import Approver
-from agent.runtime import INTERRUPTED_CALL, Budget
+from agent.runtime import INTERRUPTED_CALL
 from agent.session import (
     SessionLog,
     StoredSession,
@@ -89,6 +90,8 @@ class ChatSession:
             constrain=config.constrain,
             approver=approver,
             trace=self._sent,
+            context_size=config.context_size,
+            compact_at=config.compact_at,
         )
         self.tools = self.agent.tools
 
@@ -150,7 +153,7 @@ class ChatSession:
             self.workspace = self.agent.workspace = Path(stored.workspace)
         self.log = SessionLog(stored.id, path.parent)
         self.stats = Stats()
-        start_session(self.agent, stored.id, stored.messages)
+        start_session(self.agent, stored.id, stored.messages, stored.compactions)
         self._answer(unanswered_calls(self.history), LOST_CALL)
         return stored
 
@@ -180,8 +183,19 @@ class ChatSession:
         self.agent.driver.close()
         self.agent.driver, self.agent.profile, self.profile = driver, profile, profile
         self.agent.constraint = constraint_for(self.config.constrain, driver, self.tools, profile)
+        view = self.agent.compactor.view if self.agent.compactor is not None else None
+        config = self.config
+        self.agent.compactor = compactor_for(driver, config.context_size, config.compact_at, view)
         self.config = replace(self.config, model=spec)
         self._emit(ev.SessionStarted(self.id, driver.model, str(self.workspace)))
+
+    def compact(self) -> bool:
+        """`/compact`: as small as it goes now; False when there was nothing to do."""
+        if self.agent.compactor is None:
+            return False
+        before = len(self.agent.compactor.view.stubs), self.agent.compactor.view.cut
+        self.agent.compact(force=True)
+        return (len(self.agent.compactor.view.stubs), self.agent.compactor.view.cut) != before
 
     def next_prompt(self) -> str:
         """The exact bytes the next model call would send for the history so far."""

@@ -171,6 +171,14 @@ def run(
             " or completions (bosun renders the prompt).",
         ),
     ] = None,
+    context_size: Annotated[
+        int | None,
+        typer.Option(
+            "--context-size",
+            min=256,
+            help="Context window in tokens; long runs compact to stay inside it.",
+        ),
+    ] = None,
     strict: Annotated[
         bool,
         typer.Option(
@@ -208,6 +216,7 @@ def run(
                 constrain=constrain.value,
                 trace=trace,
                 api=api.value if api is not None else None,
+                context_size=context_size,
                 strict=strict,
                 ablate=ablations,
             )
@@ -232,6 +241,7 @@ def run(
             constrain=constrain.value,
             trace=trace,
             api=api.value if api is not None else None,
+            context_size=context_size,
             ablate=ablations,
         )
     )

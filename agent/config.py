@@ -36,6 +36,7 @@ class Config:
     approve: str = "ask"
     constrain: str = "auto"
     context_size: int | None = None  # None: the driver's default for the model
+    compact_at: float | None = None  # None: agent.context's default (0.8 of the context)
 
 
 def user_config_path() -> Path:
@@ -90,6 +91,12 @@ def _parse(path: Path) -> dict[str, Any]:
             isinstance(value, bool) or not isinstance(value, int) or value < 256
         ):
             raise UsageError(f"{where} must be a whole number of tokens (at least 256)")
+        if key == "compact_at" and (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not 0.3 <= value <= 0.95
+        ):
+            raise UsageError(f"{where} must be a fraction of the context between 0.3 and 0.95")
         out[key] = value
     return out
 

@@ -75,6 +75,29 @@ class TurnFinished(AgentEvent):
 
 
 @dataclass(frozen=True)
+class Compaction(AgentEvent):
+    """The prompt was made smaller (agent.context). `cut`, `summary` and `stubs` let a
+    resumed session rebuild the same view; `ms` is what it cost (a summary is a model
+    call)."""
+
+    type: ClassVar[str] = "compaction"
+    elided_turns: int
+    tokens_before: int
+    tokens_after: int
+    cut: int = 0
+    summary: str = ""
+    stubs: dict[str, str] = field(default_factory=dict)
+    ms: int = 0
+
+    def line(self) -> str:
+        """One line for a person (the text output and the chat)."""
+        what = f"{len(self.stubs)} old results stubbed"
+        if self.summary:
+            what += f", {self.elided_turns} turns summarised"
+        return f"context compacted: {what}; {self.tokens_before} → {self.tokens_after} tokens"
+
+
+@dataclass(frozen=True)
 class RunFinished(AgentEvent):
     type: ClassVar[str] = "result"
     status: str

@@ -11,11 +11,11 @@ from typing import Any
 
 from agent import events as ev
 from agent.assemble import build_agent, open_model, start_session
+from agent.budget import Budget
 from agent.errors import SessionWriteError, UsageError
 from agent.history import ToolCall
 from agent.output import JsonlPrinter, TextPrinter
 from agent.permissions import Approval, Approver
-from agent.runtime import Budget
 from agent.session import SessionLog, new_session_id
 from agent.tools import Tool, ToolContext, ToolRegistry
 from agent.untrusted import json_line, visible
@@ -34,6 +34,7 @@ class RunOptions:
     constrain: str = "auto"
     trace: Path | None = None
     api: str | None = None  # chat | completions, for openai: models
+    context_size: int | None = None  # None: the model's own (a server's: no budget)
     ablate: frozenset[str] = frozenset()
 
 
@@ -98,7 +99,7 @@ def run_once(opts: RunOptions) -> int:
         JsonlPrinter() if opts.output == "jsonl" else TextPrinter()
     )
     with loading(opts.model):
-        driver, profile = open_model(opts.model, api=opts.api)
+        driver, profile = open_model(opts.model, api=opts.api, context_size=opts.context_size)
     session = SessionLog(new_session_id())
 
     def emit(event: ev.AgentEvent) -> None:
@@ -116,6 +117,7 @@ def run_once(opts: RunOptions) -> int:
         constrain=opts.constrain,
         trace=trace,
         ablate=opts.ablate,
+        context_size=opts.context_size,
     )
     if sys.stdin.isatty() and sys.stderr.isatty():
         agent.approver = terminal_approver(agent.tools, workspace)

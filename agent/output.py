@@ -62,6 +62,8 @@ class TextPrinter:
                 self.err.write(f"  ✓ {lines} line{'s' if lines != 1 else ''}\n")
         elif isinstance(event, ev.Diagnostic):
             self.err.write(f"  ! {visible(event.message)}\n")
+        elif isinstance(event, ev.Compaction):
+            self.err.write(f"  · {event.line()}\n")
         elif isinstance(event, ev.RunFinished) and event.status != "done":
             self.err.write(
                 f"bosun: stopped ({event.status}): {visible(event.error or '')}\n".rstrip() + "\n"

@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent import events as ev
+from agent.budget import Budget
 from agent.cancel import Cancel
+from agent.compact import Compactor, model_summariser
 from agent.errors import DriverError
 from agent.history import (
     Assistant,
@@ -35,30 +37,6 @@ from drivers.base import Driver, Usage
 
 INTERRUPTED_CALL = "Error: the user interrupted before this call ran"
 STOPPED_CALL = "Error: the user interrupted this call while it ran; its effect may be partial"
-
-
-@dataclass
-class Budget:
-    max_turns: int = 30
-    max_tool_calls: int = 200
-    max_identical_calls: int = 3
-    max_format_errors: int = 3
-    max_tokens: int = 1024
-
-    def exceeded(
-        self, turns: int, tool_calls: int, recent: list[str], format_errors: int
-    ) -> tuple[str, str] | None:
-        """(status, why) when the next model call would go over a limit, else None."""
-        if turns >= self.max_turns:
-            return "max_turns", f"stopped after {turns} model calls (--max-turns)"
-        if tool_calls >= self.max_tool_calls:
-            return "max_turns", f"stopped after {tool_calls} tool calls"
-        last = recent[-self.max_identical_calls :]
-        if len(last) == self.max_identical_calls and len(set(last)) == 1:
-            return "stuck", f"the same tool call was made {len(last)} times in a row"
-        if format_errors >= self.max_format_errors:
-            return "error", f"{format_errors} malformed tool calls in a row"
-        return None
 
 
 @dataclass
@@ -84,6 +62,7 @@ class Agent:
     # Picks the GBNF grammar for the next model call (None: unconstrained).
     constraint: Callable[[Sequence[Message]], str | None] | None = None
     cancel: Cancel = field(default_factory=Cancel)  # see agent.cancel
+    compactor: Compactor | None = None  # None: the context size is unknown (no budget)
 
     turns: int = 0
     tool_calls: int = 0
@@ -107,12 +86,15 @@ class Agent:
         self.history.append(message)
         self.on_message(message)
 
-    def load(self, messages: list[Message]) -> None:
-        """Start over from `messages` (a new or resumed conversation): call ids go on
-        from the highest one there, and no earlier "always" answer carries over."""
+    def load(self, messages: list[Message], compactions: Sequence[dict] = ()) -> None:
+        """Start over from `messages` (a new or resumed conversation, with the records
+        of its compactions): call ids go on from the highest one there, and no earlier
+        "always" answer carries over."""
         self.history[:] = messages
         self._ids = last_call_number(messages)
         self.set_approve(self.approve)
+        if self.compactor is not None:
+            self.compactor.restart(compactions)
 
     def set_approve(self, mode: str) -> None:
         self.approve = mode
@@ -171,9 +153,11 @@ class Agent:
         """One model call (agent.turn); its usage is counted and its call ids made
         unique across the session."""
         self.turns += 1
+        specs = self.tools.specs()
+        shown = self.compact() if self.compactor is not None else self.history
         request = Request(
-            self.history,
-            self.tools.specs(),
+            shown,
+            specs,
             self.emit,
             self.budget.max_tokens,
             grammar=self.constraint(self.history) if self.constraint is not None else None,
@@ -183,11 +167,25 @@ class Agent:
             trace=self.trace,
         )
         reply = call_model(self.driver, self.model, request)
+        if self.compactor is not None:
+            self.compactor.observe(shown, specs, reply.usage.prompt_tokens)
         if reply.interrupted:
             self.cancel.set()
         self._account(reply.usage)
         reply.calls = [self._renumber(call) for call in reply.calls]
         return reply
+
+    def compact(self, force: bool = False) -> list[Message]:
+        """The messages the model is shown, compacted first where the context needs it
+        (`force`: as far as it goes, for /compact)."""
+        assert self.compactor is not None
+        summarise = model_summariser(
+            self.driver, self.model, self.usage, self.cancel.is_set, self.trace
+        )
+        event = self.compactor.fit(self.history, self.tools.specs(), summarise, force=force)
+        if event is not None:
+            self.emit(event)
+        return self.compactor.view.messages(self.history)
 
     def _account(self, usage: Usage) -> None:
         self.usage.add(usage)
@@ -236,6 +234,8 @@ class Agent:
                 result = ToolResult(call.id, why, True)
             else:
                 result = self._execute(call)
+                if self.compactor is not None:  # cut on the way in: it must fit
+                    result = self.compactor.cap(result)
                 self.tool_calls += 1
                 self._recent_calls.append(call.name + json.dumps(call.arguments, sort_keys=True))
             self.add(result)

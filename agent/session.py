@@ -175,6 +175,7 @@ class StoredSession:
     model: str = ""
     workspace: str = ""
     messages: list[Message] = field(default_factory=list)
+    compactions: list[dict[str, Any]] = field(default_factory=list)  # to rebuild the view
 
 
 def load_session(path: Path) -> StoredSession:
@@ -187,6 +188,7 @@ def load_session(path: Path) -> StoredSession:
         model=str(first.get("model", "")),
         workspace=str(first.get("workspace", "")),
         messages=messages,
+        compactions=[r for r in records if r.get("type") == "compaction"],
     )
 
 

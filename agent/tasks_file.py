@@ -39,6 +39,7 @@ class BatchOptions:
     constrain: str = "auto"
     trace: Path | None = None
     api: str | None = None  # chat | completions, for openai: models
+    context_size: int | None = None  # None: the model's own (a server's: no budget)
     strict: bool = False  # any bad line refuses the whole file
     ablate: frozenset[str] = frozenset()  # bench/eval only: "salvage", "retention"
 

@@ -32,7 +32,7 @@ def open_driver(spec: str, *, api: str | None = None, **options: Any) -> Driver:
 
             if not rest:
                 raise UsageError("scripted: needs a file, as in --model scripted:demo.jsonl")
-            return ScriptedDriver(rest, model=f"scripted:{Path(rest).name}")
+            return ScriptedDriver(rest, model=f"scripted:{Path(rest).name}", **options)
         if scheme == "openai":
             from drivers.openai_http import open_openai
 

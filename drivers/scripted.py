@@ -36,6 +36,10 @@ def approx_tokens(text: str) -> int:
     return sum(1 for _ in _TOKEN.finditer(text))
 
 
+def _tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text)
+
+
 def shared_prefix(a: str, b: str) -> int:
     """Characters `a` and `b` share at the start (what a KV cache could reuse)."""
     n = 0
@@ -57,6 +61,9 @@ class ScriptStep:
     finish_reason: str = "stop"
     delay_ms: float = 0.0  # pause before each chunk: lets tests interrupt or kill mid-stream
     stopped_by: str | None = None  # the stop string / end token a real backend hit
+    # Not in sequence: the answer to any prompt containing this text (a summary request,
+    # whenever the session compacts), however often it comes.
+    match: str | None = None
 
 
 @dataclass
@@ -91,8 +98,11 @@ def _step_from(data: Any, where: str) -> ScriptStep:
     stopped_by = data.get("stopped_by")
     if stopped_by is not None and not isinstance(stopped_by, str):
         raise UsageError(f'{where}: "stopped_by" must be a string')
+    match = data.get("match")
+    if match is not None and (not isinstance(match, str) or not match):
+        raise UsageError(f'{where}: "match" must be a non-empty string')
     pieces = tuple(chunks) if chunks is not None else (completion,)
-    return ScriptStep(completion, pieces, finish, float(delay), stopped_by)
+    return ScriptStep(completion, pieces, finish, float(delay), stopped_by, match)
 
 
 def load_script(path: str | os.PathLike[str]) -> list[ScriptStep]:
@@ -121,16 +131,22 @@ class ScriptedDriver:
 
     source: str | os.PathLike[str] | Sequence[dict[str, Any]]
     model: str = "scripted"
-    # data spans are recorded, so tests see what a real tokenizer would get
-    info: DriverInfo = field(default_factory=lambda: DriverInfo(data_spans=True))
+    n_ctx: int | None = None  # a context size makes prompts that do not fit an error
+    info: DriverInfo = field(init=False)
     steps: list[ScriptStep] = field(init=False)
+    answers: list[ScriptStep] = field(init=False)  # the `match` steps
     calls: list[RecordedCall] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
         if isinstance(self.source, str | os.PathLike):
-            self.steps = load_script(self.source)
+            steps = load_script(self.source)
         else:
-            self.steps = [_step_from(d, f"step {i + 1}") for i, d in enumerate(self.source)]
+            steps = [_step_from(d, f"step {i + 1}") for i, d in enumerate(self.source)]
+        self.steps = [s for s in steps if s.match is None]
+        self.answers = [s for s in steps if s.match is not None]
+        # Data spans are recorded, so tests see what a real tokenizer would get; tokens
+        # are approx_tokens' words and marks, the same count the usage reports.
+        self.info = DriverInfo(data_spans=True, n_ctx=self.n_ctx, tokenize=_tokens)
 
     @property
     def prompts(self) -> list[str]:
@@ -150,6 +166,15 @@ class ScriptedDriver:
         data: Sequence[tuple[int, int]] = (),
         halt: Halt = never,
     ) -> Iterator[Chunk]:
+        size = approx_tokens(prompt)
+        if self.n_ctx is not None and size >= self.n_ctx:
+            raise DriverError(
+                f"the prompt is {size} tokens but the context holds {self.n_ctx};"
+                " start a new session or raise the context size"
+            )
+        answer = next((s for s in self.answers if s.match and s.match in prompt), None)
+        if answer is not None:
+            return halting(self._replay(answer, prompt, ""), halt, interrupted)
         n = len(self.calls)
         if n >= len(self.steps):
             raise ScriptExhausted(

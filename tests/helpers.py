@@ -7,11 +7,12 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
+from agent.budget import Budget
 from agent.events import AgentEvent
 from agent.history import Message, System
 from agent.profile import ModelProfile, profile_for
 from agent.prompt import system_prompt
-from agent.runtime import Agent, Budget
+from agent.runtime import Agent
 from agent.tools import default_registry
 from drivers.scripted import ScriptedDriver
 

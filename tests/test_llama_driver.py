@@ -99,7 +99,7 @@ def test_held_back_is_the_longest_partial_stop(text: str, stops: list[str], keep
 
 def test_a_prompt_longer_than_the_context_is_a_clear_error(tmp_path: Path) -> None:
     from agent.assemble import build_agent, profile_of, start_session
-    from agent.runtime import Budget
+    from agent.budget import Budget
     from agent.session import SessionLog, load_messages
     from drivers.llama_cpp import open_llama
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent import events as ev
+from agent.budget import Budget
 from agent.history import Assistant, AssistantToolUse, ToolCall, ToolResult, User
 from agent.profile import profile_for
-from agent.runtime import Budget
 from tests.helpers import make_agent, tool_call
 from tests.test_reasoning_history import THINKING_TEMPLATE
 

@@ -77,6 +77,11 @@ def _clear(repl: Repl, _arg: str) -> None:
     repl.chat.start_new()
 
 
+def _compact(repl: Repl, _arg: str) -> None:
+    if not repl.chat.compact():
+        repl.say("nothing to compact (or the context size is unknown: --context-size)")
+
+
 def _save(repl: Repl, arg: str) -> None:
     log = repl.chat.log
     where = log.path if log is not None else "(nowhere)"
@@ -190,6 +195,7 @@ COMMANDS: dict[str, Command] = {
         Command("/model", "show the model; /model NAME switches", _model),
         Command("/approve", "show or set: ask, auto-edit, auto, read-only", _approve),
         Command("/clear", "start a new session", _clear),
+        Command("/compact", "make the context smaller now (old results, a summary)", _compact),
         Command("/save", "where the session is saved; /save FILE exports it", _save),
         Command("/sessions", "recent sessions", _sessions),
         Command("/resume", "continue session ID", _resume),

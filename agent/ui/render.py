@@ -179,6 +179,8 @@ class Renderer:
             self.waiting()  # the model is called again next
         elif isinstance(event, ev.Diagnostic):
             self.console.print(Text(f"  ! {visible(event.message)}", style="yellow"))
+        elif isinstance(event, ev.Compaction):
+            self.console.print(Text(f"  · {event.line()}", style="dim"))
         elif isinstance(event, ev.SessionStarted):
             self.console.print(
                 Text(f"session {event.id} · {event.model} · {event.workspace}", style="dim")

@@ -1,0 +1,163 @@
+"""Deciding and doing a compaction (what a compaction is: agent.context).
+
+Stubs first, oldest first, because they cost nothing; a summary only when stubs are
+not enough, because it costs a model call. Each compaction goes down to the target, so
+the next one is several turns away and the KV cache is rebuilt once, not every turn.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent import events as ev
+from agent.context import (
+    PER_MESSAGE,
+    STUB_OVER,
+    Counter,
+    Limits,
+    View,
+    cap_result,
+    round_starts,
+    stub_for,
+    task_index,
+    transcript,
+)
+from agent.history import AssistantToolUse, Message, System, ToolResult, User
+from agent.profile import ModelProfile
+from agent.turn import Request, call_model
+from drivers.base import Driver, Halt, Usage
+
+SUMMARY_TOKENS = 320  # what a summary is expected to cost, when choosing the cut
+Summarise = Callable[[str], str]  # transcript -> summary, by the model itself
+SUMMARISER = (
+    "You condense a coding session so it can continue with less context. Keep what the"
+    " next steps need: the goal, files read or changed and what was found in them,"
+    " decisions, errors, and what remains to do. Be brief and factual."
+)
+
+
+def model_summariser(
+    driver: Driver, profile: ModelProfile, usage: Usage, halt: Halt, trace: Any = None
+) -> Summarise:
+    """The model summarises in its own template, without tools; its tokens count in
+    `usage`. An empty answer falls back to the transcript's own end, never to nothing."""
+
+    def summarise(text: str) -> str:
+        ask = User(f"{text}\n\nSummarise the session above in a few short lines.")
+        request = Request(
+            [System(SUMMARISER), ask], [], lambda _e: None, SUMMARY_TOKENS, halt=halt, trace=trace
+        )
+        reply = call_model(driver, profile, request)
+        usage.add(reply.usage)
+        summary = reply.prose.strip()[: SUMMARY_TOKENS * 6]
+        return summary or text[-SUMMARY_TOKENS * 3 :]
+
+    return summarise
+
+
+@dataclass
+class Compactor:
+    limits: Limits
+    counter: Counter
+    view: View = field(default_factory=View)
+    correction: int = 0  # the backend's real prompt size minus our estimate, last call
+
+    def size(self, history: Sequence[Message], specs: Sequence[dict[str, Any]]) -> int:
+        """The prompt the view makes, in tokens (estimated, then corrected)."""
+        return self.counter.total(self.view.messages(history), specs) + self.correction
+
+    def observe(self, shown: Sequence[Message], specs: Sequence[dict[str, Any]], real: int) -> None:
+        """Learn the template's own overhead from what the backend counted for the
+        prompt it was sent (`shown`); nothing to learn from a call that reported none."""
+        if real > 0:
+            raw = self.counter.total(shown, specs)
+            self.correction = max(-raw // 2, real - raw)
+
+    def restart(self, compactions: Sequence[dict[str, Any]] = ()) -> None:
+        """A new or resumed conversation: its view, from its compaction records."""
+        self.view = View()
+        for record in compactions:
+            self.view.apply(record)
+
+    def cap(self, result: ToolResult) -> ToolResult:
+        return cap_result(result, int(self.limits.n_ctx * self.limits.result_share), self.counter)
+
+    def fit(
+        self,
+        history: Sequence[Message],
+        specs: Sequence[dict[str, Any]],
+        summarise: Summarise,
+        *,
+        force: bool = False,
+    ) -> ev.Compaction | None:
+        """Compact when the prompt is past the ceiling (or `force`, for /compact);
+        None when it fits or nothing more can go."""
+        before = self.size(history, specs)
+        if not force and before <= self.limits.ceiling:
+            return None
+        started = time.perf_counter()
+        target = self.limits.goal
+        starts = round_starts(history)
+        protect = starts[-2] if len(starts) >= 2 else len(history)  # the latest rounds
+        stubs = self._stub(history, protect, before - target, force)
+        cut, summary, elided = self._summarise(history, specs, starts, protect, target, summarise)
+        if not stubs and not summary:
+            return None
+        after = self.size(history, specs)
+        ms = round((time.perf_counter() - started) * 1000)
+        return ev.Compaction(elided, before, after, cut, summary, stubs, ms)
+
+    def _stub(
+        self, history: Sequence[Message], protect: int, excess: int, force: bool
+    ) -> dict[str, str]:
+        calls = {m.call.id: m.call for m in history if isinstance(m, AssistantToolUse)}
+        first = self.view.cut if self.view.summary else task_index(history) + 1
+        made: dict[str, str] = {}
+        for m in history[first:protect]:
+            if excess <= 0 and not force:
+                break
+            if not isinstance(m, ToolResult) or m.call_id in self.view.stubs:
+                continue
+            n = self.counter.message(m)
+            if n > STUB_OVER:
+                stub = stub_for(calls.get(m.call_id), n - PER_MESSAGE)
+                made[m.call_id] = self.view.stubs[m.call_id] = stub
+                excess -= n - self.counter.text(stub) - PER_MESSAGE
+        return made
+
+    def _summarise(
+        self,
+        history: Sequence[Message],
+        specs: Sequence[dict[str, Any]],
+        starts: list[int],
+        protect: int,
+        target: int,
+        summarise: Summarise,
+    ) -> tuple[int, str, int]:
+        """(cut, summary, rounds elided), or (cut, "", 0) when stubs were enough."""
+        if self.size(history, specs) <= target:
+            return self.view.cut, "", 0
+        candidates = [s for s in starts if s > self.view.cut and s <= protect]
+        if not candidates:
+            return self.view.cut, "", 0
+        shown = self.view.messages(history)
+        offset = len(history) - len(shown)  # the view drops history[task + 1 : cut]
+        fixed = self.counter.specs(specs) + self.correction + SUMMARY_TOKENS + PER_MESSAGE
+        task = task_index(history)
+        head = sum(self.counter.message(m) for m in shown[: task + 1])
+        cut = candidates[-1]
+        for start in candidates:  # the earliest cut whose tail fits under the target
+            tail = sum(self.counter.message(m) for m in shown[start - offset :])
+            if fixed + head + tail <= target:
+                cut = start
+                break
+        first = self.view.cut if self.view.summary else task + 1
+        elided_part = shown[first - offset : cut - offset]
+        limit_chars = max(2000, (self.limits.n_ctx // 2) * 3)
+        summary = summarise(transcript(elided_part, self.view.summary, limit_chars))
+        elided = sum(1 for s in starts if first <= s < cut)
+        self.view.apply({"summary": summary, "cut": cut})
+        return cut, summary, elided
