@@ -30,7 +30,7 @@ from agent.profile import ModelProfile
 from agent.turn import Request, call_model
 from drivers.base import Driver, Halt, Usage
 
-SUMMARY_TOKENS = 320  # what a summary is expected to cost, when choosing the cut
+SUMMARY_TOKENS = 320  # the most a summary may cost (less in a small context)
 Summarise = Callable[[str], str]  # transcript -> summary, by the model itself
 SUMMARISER = (
     "You condense a coding session so it can continue with less context. Keep what the"
@@ -40,7 +40,12 @@ SUMMARISER = (
 
 
 def model_summariser(
-    driver: Driver, profile: ModelProfile, usage: Usage, halt: Halt, trace: Any = None
+    driver: Driver,
+    profile: ModelProfile,
+    usage: Usage,
+    halt: Halt,
+    trace: Any = None,
+    max_tokens: int = SUMMARY_TOKENS,
 ) -> Summarise:
     """The model summarises in its own template, without tools; its tokens count in
     `usage`. An empty answer falls back to the transcript's own end, never to nothing."""
@@ -48,12 +53,12 @@ def model_summariser(
     def summarise(text: str) -> str:
         ask = User(f"{text}\n\nSummarise the session above in a few short lines.")
         request = Request(
-            [System(SUMMARISER), ask], [], lambda _e: None, SUMMARY_TOKENS, halt=halt, trace=trace
+            [System(SUMMARISER), ask], [], lambda _e: None, max_tokens, halt=halt, trace=trace
         )
         reply = call_model(driver, profile, request)
         usage.add(reply.usage)
-        summary = reply.prose.strip()[: SUMMARY_TOKENS * 6]
-        return summary or text[-SUMMARY_TOKENS * 3 :]
+        summary = reply.prose.strip()[: max_tokens * 6]
+        return summary or text[-max_tokens * 3 :]
 
     return summarise
 
@@ -64,6 +69,10 @@ class Compactor:
     counter: Counter
     view: View = field(default_factory=View)
     correction: int = 0  # the backend's real prompt size minus our estimate, last call
+
+    @property
+    def summary_tokens(self) -> int:
+        return max(64, min(SUMMARY_TOKENS, self.limits.n_ctx // 16))
 
     def size(self, history: Sequence[Message], specs: Sequence[dict[str, Any]]) -> int:
         """The prompt the view makes, in tokens (estimated, then corrected)."""
@@ -99,7 +108,10 @@ class Compactor:
         if not force and before <= self.limits.ceiling:
             return None
         started = time.perf_counter()
-        target = self.limits.goal
+        # Down to the goal, or, where the fixed part (system prompt, tools, task) leaves
+        # less room than that, to half of the room there is.
+        fixed = self.size(history[: task_index(history) + 1], specs) + self.summary_tokens
+        target = max(self.limits.goal, (fixed + self.limits.ceiling) // 2)
         starts = round_starts(history)
         protect = starts[-2] if len(starts) >= 2 else len(history)  # the latest rounds
         stubs = self._stub(history, protect, before - target, force)
@@ -145,7 +157,7 @@ class Compactor:
             return self.view.cut, "", 0
         shown = self.view.messages(history)
         offset = len(history) - len(shown)  # the view drops history[task + 1 : cut]
-        fixed = self.counter.specs(specs) + self.correction + SUMMARY_TOKENS + PER_MESSAGE
+        fixed = self.counter.specs(specs) + self.correction + self.summary_tokens + PER_MESSAGE
         task = task_index(history)
         head = sum(self.counter.message(m) for m in shown[: task + 1])
         cut = candidates[-1]

@@ -1,0 +1,241 @@
+"""Long sessions: every prompt fits the context, nothing leaves the record, and a resumed
+session shows the model the same compacted view (agent.context, agent.compact)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+from agent import events as ev
+from agent.assemble import build_agent, open_model, start_session
+from agent.budget import Budget
+from agent.chat import ChatSession
+from agent.config import Config
+from agent.context import Counter, Limits, View, cap_result, round_starts
+from agent.history import AssistantToolUse, Message, System, ToolCall, ToolResult, User
+from agent.session import SessionLog, load_messages, load_session
+from drivers.scripted import approx_tokens
+from tests.helpers import tool_call
+
+SUMMARY = "Summary: the files were read one by one; keep going with the next."
+FILES = {f"f{i}.txt": f"file {i}: " + " ".join(f"word{i}x{j}" for j in range(60)) for i in range(7)}
+
+
+def reading_script(turns: int) -> list[dict[str, object]]:
+    """`turns` reads that cycle through the files, then an answer; summaries on demand."""
+    names = sorted(FILES)
+    steps: list[dict[str, object]] = [
+        {"completion": tool_call("read_file", path=names[i % len(names)])} for i in range(turns)
+    ]
+    steps.append({"completion": "All read."})
+    steps.append({"match": "Summarise the session above", "completion": SUMMARY})
+    return steps
+
+
+def long_run(tmp_path: Path, turns: int, n_ctx: int) -> tuple[list, ev.RunFinished, Path]:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    for name, text in FILES.items():
+        (workspace / name).write_text(text)
+    script = tmp_path / "script.jsonl"
+    script.write_text("\n".join(json.dumps(s) for s in reading_script(turns)) + "\n")
+    driver, profile = open_model(f"scripted:{script}", context_size=n_ctx)
+    log = SessionLog("long", tmp_path / "sessions")
+    events: list[ev.AgentEvent] = []
+
+    def emit(event: ev.AgentEvent) -> None:
+        log.event(event)
+        events.append(event)
+
+    agent = build_agent(
+        driver,
+        profile,
+        workspace,
+        emit,
+        on_message=log.message,
+        budget=Budget(max_turns=turns + 5, max_tool_calls=turns + 5),
+        approve="auto",
+        constrain="never",
+        context_size=n_ctx,
+    )
+    start_session(agent, log.id)
+    result = agent.run("Read every file, one at a time.")
+    log.close()
+    return events, result, log.path
+
+
+def test_a_300_turn_session_at_2048_tokens_runs_to_its_end(tmp_path: Path) -> None:
+    events, result, path = long_run(tmp_path, 300, 2048)
+    assert result.status == "done", result.error
+    assert result.tool_calls == 300
+    prompts = [e.prompt_tokens for e in events if isinstance(e, ev.TurnFinished)]
+    assert len(prompts) == 301 and max(prompts) < 2048  # the driver refuses any that do not
+    compactions = [e for e in events if isinstance(e, ev.Compaction)]
+    assert compactions and any(c.summary for c in compactions)
+    assert all(c.tokens_after < c.tokens_before for c in compactions)
+    # The record is whole: every call and every full result, in order.
+    history = load_messages(path)
+    calls = [m for m in history if isinstance(m, AssistantToolUse)]
+    results = [m for m in history if isinstance(m, ToolResult)]
+    assert len(calls) == len(results) == 300
+    read = [c.call.arguments["path"] for c in calls]
+    assert all(FILES[name].split()[-1] in r.content for name, r in zip(read, results, strict=True))
+    assert not any("elided" in r.content for r in results)
+
+
+def test_compaction_happens_once_every_few_turns_not_every_turn(tmp_path: Path) -> None:
+    events, result, _ = long_run(tmp_path, 80, 4096)
+    assert result.status == "done"
+    turns = [i for i, e in enumerate(events) if isinstance(e, ev.TurnFinished)]
+    marks = [i for i, e in enumerate(events) if isinstance(e, ev.Compaction)]
+    between = [sum(1 for t in turns if a < t < b) for a, b in itertools.pairwise(marks)]
+    assert marks and min(between, default=3) >= 3
+
+
+def test_without_compaction_the_same_session_overflows(tmp_path: Path) -> None:
+    """The falsifier's other side: the budget is what keeps the session alive."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    for name, text in FILES.items():
+        (workspace / name).write_text(text)
+    script = tmp_path / "script.jsonl"
+    script.write_text("\n".join(json.dumps(s) for s in reading_script(40)) + "\n")
+    driver, profile = open_model(f"scripted:{script}", context_size=2048)
+    agent = build_agent(
+        driver,
+        profile,
+        workspace,
+        lambda _e: None,
+        on_message=lambda _m: None,
+        budget=Budget(max_turns=50),
+        approve="auto",
+        constrain="never",
+    )
+    agent.compactor = None
+    start_session(agent, "x")
+    result = agent.run("Read every file, one at a time.")
+    assert result.status == "error" and "context holds 2048" in (result.error or "")
+
+
+def test_a_resumed_session_shows_the_same_compacted_view(tmp_path: Path) -> None:
+    events, result, path = long_run(tmp_path, 80, 2048)
+    assert result.status == "done"
+    stored = load_session(path)
+    assert stored.compactions
+    view = View()
+    for record in stored.compactions:
+        view.apply(record)
+    last = [e for e in events if isinstance(e, ev.Compaction)][-1]
+    assert view.cut == last.cut and view.summary
+    shown = view.messages(stored.messages)
+    assert shown[0] == stored.messages[0]  # the system prompt
+    assert isinstance(shown[1], User) and shown[1].content.startswith("Read every file")
+    assert SUMMARY in shown[1].content
+    assert_pairs_valid(shown)
+
+
+def test_chat_continue_resumes_after_a_compaction(tmp_path: Path, bosun_home: Path) -> None:
+    script = tmp_path / "script.jsonl"
+    steps = reading_script(40)
+    steps.insert(-1, {"completion": "Resumed and done."})
+    script.write_text("\n".join(json.dumps(s) for s in steps) + "\n")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    for name, text in FILES.items():
+        (workspace / name).write_text(text)
+    config = Config(model=f"scripted:{script}", approve="auto", context_size=2048)
+    first = ChatSession(config, workspace, lambda _e: None, None)
+    first.start_new()
+    first.agent.budget.max_turns = 100
+    assert first.send("Read every file, one at a time.").status == "done"
+    view = first.agent.compactor.view
+    assert view.summary and view.stubs
+    expected = view.messages(first.history)
+    path = first.log.path
+    first.close()
+    second = ChatSession(config, workspace, lambda _e: None, None)
+    second.resume(path)
+    assert second.agent.compactor.view.messages(second.history) == expected
+    second.close()
+
+
+def assert_pairs_valid(messages: list[Message]) -> None:
+    """Every call is answered right after its turn, and no result is an orphan."""
+    open_calls: set[str] = set()
+    for m in messages:
+        if isinstance(m, AssistantToolUse):
+            open_calls.add(m.call.id)
+        elif isinstance(m, ToolResult):
+            assert m.call_id in open_calls, m
+            open_calls.discard(m.call_id)
+        elif isinstance(m, User):
+            assert not open_calls
+    assert not open_calls
+
+
+def test_views_cut_only_where_every_call_has_its_result() -> None:
+    call = ToolCall("c1", "read_file", {"path": "a"})
+    history: list[Message] = [
+        System("s"),
+        User("task"),
+        AssistantToolUse(call),
+        ToolResult("c1", "A" * 500),
+        AssistantToolUse(ToolCall("c2", "read_file", {"path": "b"})),
+        ToolResult("c2", "B"),
+        User("next request"),
+        AssistantToolUse(ToolCall("c3", "list_dir", {})),
+        ToolResult("c3", "x"),
+    ]
+    assert round_starts(history) == [2, 4, 7]
+    view = View(stubs={"c1": "[stub]"})
+    view.apply({"summary": "earlier: read a and b", "cut": 4})
+    shown = view.messages(history)
+    assert [type(m).__name__ for m in shown] == [
+        "System",
+        "User",
+        "AssistantToolUse",
+        "ToolResult",
+        "User",
+        "AssistantToolUse",
+        "ToolResult",
+    ]
+    assert shown[1].content.endswith("earlier: read a and b")
+    assert_pairs_valid(shown)
+    assert view.messages(history)[1] is shown[1]  # the same object: counted once
+
+
+@pytest.mark.parametrize("size", [10, 5000, 40_000])
+def test_a_large_result_is_cut_to_head_and_tail_with_how_to_get_the_rest(size: int) -> None:
+    counter = Counter(lambda text: text.split())
+    content = "\n".join(f"line {i}" for i in range(size))
+    out = cap_result(ToolResult("c", content), 512, counter)
+    if counter.text(content) <= 512:
+        assert out.content == content
+        return
+    assert counter.text(out.content) <= 512 + 60
+    assert out.content.startswith("line 0\n") and out.content.endswith(f"line {size - 1}")
+    assert "left out to fit the context" in out.content and "offset" in out.content
+
+
+def test_counting_is_per_message_and_cached() -> None:
+    calls: list[str] = []
+
+    def tokenize(text: str) -> list[str]:
+        calls.append(text)
+        return text.split()
+
+    counter = Counter(tokenize)
+    history = [System("a b c"), User("d e")]
+    first = counter.total(history, [])
+    history.append(User("f"))
+    assert counter.total(history, []) == first + 1 + 8
+    assert calls == ["a b c", "d e", "f"]  # nothing counted twice
+
+
+def test_limits_keep_a_margin_whatever_compact_at_is() -> None:
+    assert Limits(1000).ceiling == 800 and Limits(1000).goal == 600
+    assert Limits(1000, compact_at=0.4).goal == 300
+    assert approx_tokens("read_file(a.txt)") == 6
