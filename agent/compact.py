@@ -7,6 +7,7 @@ the next one is several turns away and the KV cache is rebuilt once, not every t
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -25,40 +26,49 @@ from agent.context import (
     task_index,
     transcript,
 )
-from agent.history import AssistantToolUse, Message, System, ToolResult, User
+from agent.history import AssistantToolUse, Message, ToolResult, User
 from agent.profile import ModelProfile
 from agent.turn import Request, call_model
-from drivers.base import Driver, Halt, Usage
+from drivers.base import Driver, DriverError, Halt, Usage
 
 SUMMARY_TOKENS = 320  # the most a summary may cost (less in a small context)
-Summarise = Callable[[str], str]  # transcript -> summary, by the model itself
-SUMMARISER = (
-    "You condense a coding session so it can continue with less context. Keep what the"
-    " next steps need: the goal, files read or changed and what was found in them,"
-    " decisions, errors, and what remains to do. Be brief and factual."
+# (the conversation as the model sees it now, the rounds being elided) -> a summary
+Summarise = Callable[[list[Message], list[Message]], str]
+SUMMARY_ASK = (
+    "Pause the task. Do not call any tool now. Summarise this session so far in a few"
+    " short lines, for yourself to continue from: the goal, the files read or changed and"
+    " what was found, decisions, errors, and what remains to do."
 )
 
 
 def model_summariser(
     driver: Driver,
     profile: ModelProfile,
+    specs: list[dict[str, Any]],
     usage: Usage,
     halt: Halt,
     trace: Any = None,
     max_tokens: int = SUMMARY_TOKENS,
 ) -> Summarise:
-    """The model summarises in its own template, without tools; its tokens count in
-    `usage`. An empty answer falls back to the transcript's own end, never to nothing."""
+    """The model summarises as the next turn of the very conversation it is in, so the
+    backend's KV cache of that conversation serves the request (only the question is
+    evaluated) and the system prompt and tools stay cached for the turn after. Its tokens
+    count in `usage`; an answer with no prose (a tool call after all) falls back to a
+    plain transcript of the elided rounds, never to nothing."""
 
-    def summarise(text: str) -> str:
-        ask = User(f"{text}\n\nSummarise the session above in a few short lines.")
+    def summarise(shown: list[Message], elided: list[Message]) -> str:
         request = Request(
-            [System(SUMMARISER), ask], [], lambda _e: None, max_tokens, halt=halt, trace=trace
+            [*shown, User(SUMMARY_ASK)],
+            specs,
+            lambda _e: None,
+            max_tokens,
+            halt=halt,
+            trace=trace,
         )
         reply = call_model(driver, profile, request)
         usage.add(reply.usage)
         summary = reply.prose.strip()[: max_tokens * 6]
-        return summary or text[-max_tokens * 3 :]
+        return summary or transcript(elided, "", max_tokens * 3)
 
     return summarise
 
@@ -168,8 +178,12 @@ class Compactor:
                 break
         first = self.view.cut if self.view.summary else task + 1
         elided_part = shown[first - offset : cut - offset]
-        limit_chars = max(2000, (self.limits.n_ctx // 2) * 3)
-        summary = summarise(transcript(elided_part, self.view.summary, limit_chars))
+        room = self.limits.n_ctx - self.summary_tokens - 2 * PER_MESSAGE - 64
+        summary = ""
+        if self.size(history, specs) <= room:  # the question fits after the conversation
+            with contextlib.suppress(DriverError):  # a failed summary is not a failed run
+                summary = summarise(shown, elided_part)
+        summary = summary or transcript(elided_part, self.view.summary, self.summary_tokens * 3)
         elided = sum(1 for s in starts if first <= s < cut)
         self.view.apply({"summary": summary, "cut": cut})
         return cut, summary, elided

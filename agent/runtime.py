@@ -179,11 +179,11 @@ class Agent:
         """The messages the model is shown, compacted first where the context needs it
         (`force`: as far as it goes, for /compact)."""
         assert self.compactor is not None
-        tokens = self.compactor.summary_tokens
+        specs, tokens = self.tools.specs(), self.compactor.summary_tokens
         summarise = model_summariser(
-            self.driver, self.model, self.usage, self.cancel.is_set, self.trace, tokens
+            self.driver, self.model, specs, self.usage, self.cancel.is_set, self.trace, tokens
         )
-        event = self.compactor.fit(self.history, self.tools.specs(), summarise, force=force)
+        event = self.compactor.fit(self.history, specs, summarise, force=force)
         if event is not None:
             self.emit(event)
         return self.compactor.view.messages(self.history)

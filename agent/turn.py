@@ -229,13 +229,17 @@ def _stream_text(
         data=spans,
         halt=halt,
     )
+    halted = 0
     try:
         for chunk in stream:
             if chunk.text:
                 t.text(chunk.text)
             t.end(chunk.usage, chunk.finish_reason, chunk.stopped_by)
-            if halt() and chunk.finish_reason is None:
-                t.finish = "interrupted"  # a driver that does not stop by itself
+            # A driver that honours `halt` sends one last chunk, with its usage; one
+            # that does not is stopped here, at its second chunk past the halt.
+            halted += halt() and chunk.finish_reason is None
+            if halted > 1:
+                t.finish = "interrupted"
                 break
     finally:
         close = getattr(stream, "close", None)

@@ -31,7 +31,7 @@ def reading_script(turns: int) -> list[dict[str, object]]:
         {"completion": tool_call("read_file", path=names[i % len(names)])} for i in range(turns)
     ]
     steps.append({"completion": "All read."})
-    steps.append({"match": "Summarise the session above", "completion": SUMMARY})
+    steps.append({"match": "Summarise this session so far", "completion": SUMMARY})
     return steps
 
 
