@@ -8,72 +8,53 @@ from pathlib import Path
 import pytest
 
 from agent import events as ev
-from agent.assemble import build_agent, open_model, start_session
-from agent.budget import Budget
 from agent.chat import ChatSession
 from agent.config import Config
-from agent.session import SessionLog, latest_session
+from agent.session import latest_session
 
 N_CTX = 2048
+READS = 30
 
 
 def module(i: int) -> str:
-    return "\n".join(f"def f{i}_{j}(x):\n    return x * {j}\n" for j in range(10))
+    return "\n".join(f"def f{i}_{j}(x):\n    return x * {j} + {i}\n" for j in range(12))
 
 
 @pytest.mark.model
-def test_thirty_turns_at_2048_tokens_compact_and_resume(tmp_path: Path, bosun_home: Path) -> None:
+def test_thirty_reads_at_2048_tokens_compact_and_resume(tmp_path: Path, bosun_home: Path) -> None:
+    """Thirty requests, each answered with a call (`--constrain always` makes the first
+    reply to a request a call), so the session really grows past its context."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
     for i in range(8):
         (workspace / f"mod{i}.py").write_text(module(i))
-    driver, profile = open_model("smollm2-135m", context_size=N_CTX)
-    log = SessionLog("long-real")
+    config = Config(model="smollm2-135m", approve="auto", constrain="always", context_size=N_CTX)
     events: list[ev.AgentEvent] = []
-
-    def emit(event: ev.AgentEvent) -> None:
-        log.event(event)
-        events.append(event)
-
-    agent = build_agent(
-        driver,
-        profile,
-        workspace,
-        emit,
-        on_message=log.message,
-        budget=Budget(max_turns=30, max_identical_calls=30),
-        approve="auto",
-        constrain="always",  # every turn a well-formed call or an answer
-        context_size=N_CTX,
-    )
+    chat = ChatSession(config, workspace, events.append, None)
     try:
-        start_session(agent, log.id)
-        result = agent.run("Read each .py file in this folder with read_file, one per turn.")
-    finally:
-        log.close()
-        driver.close()
-    assert result.status in ("done", "max_turns"), result.error
-    turns = [e for e in events if isinstance(e, ev.TurnFinished)]
-    assert max(t.prompt_tokens for t in turns) < N_CTX
-    compactions = [e for e in events if isinstance(e, ev.Compaction)]
-    assert compactions, [t.prompt_tokens for t in turns]
-    assert agent.compactor is not None
-    shown = agent.compactor.view.messages(agent.history)
-    # Resumed as `bosun chat --continue` would: the latest session of this workspace.
-    path = latest_session(workspace)
-    assert path == log.path
-    chat = ChatSession(
-        Config(model="smollm2-135m", approve="auto", context_size=N_CTX),
-        workspace,
-        lambda _e: None,
-        None,
-    )
-    try:
-        chat.resume(path)
+        chat.start_new()
+        chat.agent.budget.max_turns = 2  # the call, then an answer (or a second call)
+        for i in range(READS):
+            result = chat.send(f"Read mod{i % 8}.py with read_file.")
+            assert result.status in ("done", "max_turns"), result.error
         assert chat.agent.compactor is not None
-        assert chat.agent.compactor.view.messages(chat.history) == shown
-        chat.agent.budget.max_turns = 2
-        again = chat.send("Which files have you read so far?")
-        assert again.status in ("done", "max_turns"), again.error
+        shown = chat.agent.compactor.view.messages(chat.history)
     finally:
         chat.close()
+    calls = [e for e in events if isinstance(e, ev.ToolCallEvent)]
+    assert len(calls) >= READS
+    turns = [e for e in events if isinstance(e, ev.TurnFinished)]
+    assert max(t.prompt_tokens for t in turns) < N_CTX
+    assert any(isinstance(e, ev.Compaction) for e in events)
+    # `bosun chat --continue`: the latest session of this workspace, the same view.
+    path = latest_session(workspace)
+    assert path is not None
+    again = ChatSession(config, workspace, lambda _e: None, None)
+    try:
+        again.resume(path)
+        assert again.agent.compactor is not None
+        assert again.agent.compactor.view.messages(again.history) == shown
+        again.agent.budget.max_turns = 2
+        assert again.send("Read mod0.py with read_file.").status in ("done", "max_turns")
+    finally:
+        again.close()
