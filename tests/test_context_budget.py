@@ -239,3 +239,28 @@ def test_limits_keep_a_margin_whatever_compact_at_is() -> None:
     assert Limits(1000).ceiling == 800 and Limits(1000).goal == 600
     assert Limits(1000, compact_at=0.4).goal == 300
     assert approx_tokens("read_file(a.txt)") == 6
+
+
+def test_stubs_come_first_and_spare_a_model_call() -> None:
+    """Old results become stubs, oldest first, and when that is enough no summary is
+    asked for (a summary costs a model call); the latest rounds stay as they were."""
+    from agent.compact import Compactor
+
+    big = " ".join(f"w{j}" for j in range(150))
+    history: list[Message] = [System("sys"), User("task")]
+    for i in range(6):
+        history += [AssistantToolUse(ToolCall(f"c{i}", "read_file", {"path": f"{i}"}))]
+        history += [ToolResult(f"c{i}", big)]
+    asked: list[int] = []
+
+    def summarise(shown: list[Message], elided: list[Message]) -> str:
+        asked.append(len(elided))
+        return "summary"
+
+    compactor = Compactor(Limits(1000), Counter(str.split))
+    event = compactor.fit(history, [], summarise)
+    assert event is not None and not asked and not event.summary
+    assert list(event.stubs) == ["c0", "c1", "c2", "c3"][: len(event.stubs)] and event.stubs
+    assert event.tokens_after <= Limits(1000).goal < event.tokens_before
+    assert "c4" not in compactor.view.stubs and "c5" not in compactor.view.stubs
+    assert "read_file" in event.stubs["c0"] and "elided" in event.stubs["c0"]
