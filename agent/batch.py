@@ -35,6 +35,7 @@ from agent.runtime import Agent, Budget
 from agent.session import SessionLog, new_session_id
 from agent.tasks_file import BadLine, BatchOptions, Task, load_tasks, read_tasks
 from agent.tools import default_registry
+from agent.tools.sandbox import SandboxPolicy
 from agent.untrusted import json_line
 from drivers.base import Driver
 
@@ -119,6 +120,7 @@ class _Shared:
     constrain: str
     cancelled: threading.Event
     ablate: frozenset[str] = frozenset()
+    sandbox: SandboxPolicy | None = None
 
 
 def _interrupted() -> ev.RunFinished:
@@ -168,6 +170,7 @@ def run_task(task: Task, shared: _Shared) -> ev.RunFinished:
             constrain=shared.constrain,
             trace=trace,
             ablate=shared.ablate,
+            sandbox=shared.sandbox,
         )
         emit(ev.SessionStarted(session.id, driver.model, str(task.workspace)))
         agent.add(system_message(task.workspace))
@@ -311,7 +314,14 @@ def run_tasks(
     profile = profile_of(opts.model)
     pool = DriverPool(driver or open_model(opts.model, opts.wire), opts.jobs)
     shared = _Shared(
-        pool, profile, LockedOutput(out), trace, opts.constrain, threading.Event(), opts.ablate
+        pool,
+        profile,
+        LockedOutput(out),
+        trace,
+        opts.constrain,
+        threading.Event(),
+        opts.ablate,
+        opts.sandbox,
     )
     try:  # a bad --constrain fails here, once, rather than in every task
         constraint_for(opts.constrain, pool.driver, default_registry(), profile)

@@ -32,6 +32,7 @@ from agent.session import (
     unanswered_calls,
 )
 from agent.tools import Tool, default_registry
+from agent.tools.sandbox import SandboxPolicy
 from drivers import open_driver
 from drivers.base import Chunk, Driver, Usage, partial_suffix
 
@@ -207,9 +208,11 @@ class ChatSession:
         workspace: Path,
         emit: ev.Emit,
         approver: Approver | None,
+        sandbox: SandboxPolicy | None = None,
     ) -> None:
         self.config = config
         self.workspace = workspace
+        self.sandbox = sandbox  # what `/sandbox on` restores
         self.stats = Stats()
         self.tools = default_registry()
         self._ui_emit = emit
@@ -230,6 +233,7 @@ class ChatSession:
             on_message=self._record,
             interrupt=self.interrupt,
             profile=profile,
+            sandbox=sandbox,
         )
         self._use_model(inner, profile, config.constrain)
 
@@ -334,6 +338,11 @@ class ChatSession:
 
     def set_approve(self, mode: str) -> None:
         self.agent.approve = mode
+        self.agent._always.clear()
+
+    def set_sandbox(self, policy: SandboxPolicy | None) -> None:
+        """bash in (a policy) or out of (None) the sandbox; "always" answers are reset."""
+        self.agent.sandbox = policy
         self.agent._always.clear()
 
     def switch_model(self, spec: str) -> None:

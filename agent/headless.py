@@ -23,6 +23,7 @@ from agent.runtime import Agent, Approval, Approver, Budget
 from agent.session import SessionLog, new_session_id
 from agent.tools import Tool, ToolContext, ToolRegistry, default_registry
 from agent.tools.confine import open_in_workspace
+from agent.tools.sandbox import SandboxPolicy
 from agent.untrusted import json_line, visible
 from drivers import open_driver
 from drivers.base import Driver
@@ -42,6 +43,7 @@ class RunOptions:
     trace: Path | None = None
     wire: str | None = None
     ablate: frozenset[str] = frozenset()
+    sandbox: SandboxPolicy | None = None  # bash in bubblewrap (the CLI resolves --sandbox)
 
 
 def check_workspace(path: Path) -> Path:
@@ -129,6 +131,7 @@ def build_agent(
     approver: Approver | None = None,
     trace: Callable[[dict[str, Any]], None] | None = None,
     ablate: frozenset[str] = frozenset(),
+    sandbox: SandboxPolicy | None = None,
 ) -> Agent:
     """The Agent behind `bosun run` and behind each `--tasks` task, built in one place so
     the two cannot drift apart. The caller emits SessionStarted, then adds
@@ -149,6 +152,7 @@ def build_agent(
         salvage="salvage" not in ablate,
         retain="retention" not in ablate,
         profile=profile,
+        sandbox=sandbox,
     )
 
 
@@ -222,6 +226,7 @@ def run_once(opts: RunOptions) -> int:
         constrain=opts.constrain,
         trace=trace,
         ablate=opts.ablate,
+        sandbox=opts.sandbox,
     )
     if interactive:
         agent.approver = terminal_approver(agent.tools, workspace)

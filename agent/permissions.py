@@ -42,21 +42,35 @@ def into_git(mode: str, kind: ToolKind, arguments: dict[str, object], root: Path
 
 
 def call_decision(
-    mode: str, kind: ToolKind, arguments: dict[str, object], root: Path
+    mode: str, kind: ToolKind, arguments: dict[str, object], root: Path, *, sandboxed: bool = False
 ) -> Literal["allow", "ask", "deny"]:
     """`decision`, with writes into `.git/` asking (see `into_git`)."""
-    verdict = decision(mode, kind)
+    verdict = decision(mode, kind, sandboxed=sandboxed)
     if verdict == "allow" and into_git(mode, kind, arguments, root):
         return "ask"
     return verdict
 
 
-def decision(mode: str, kind: ToolKind) -> Literal["allow", "ask", "deny"]:
-    """What the approval mode says about a tool of this kind."""
+def decision(
+    mode: str, kind: ToolKind, *, sandboxed: bool = False
+) -> Literal["allow", "ask", "deny"]:
+    """What the approval mode says about a tool of this kind. In auto-edit, bash runs
+    unasked only in the sandbox, where a command can change nothing but the workspace
+    (and not its .git/), which auto-edit lets the file tools change anyway."""
     if kind == "read" or mode == "auto":
         return "allow"
     if mode == "read-only":
         return "deny"
-    if mode == "auto-edit" and kind == "write":
+    if mode == "auto-edit" and (kind == "write" or (kind == "shell" and sandboxed)):
         return "allow"
     return "ask"
+
+
+def how_to_allow(mode: str, kind: ToolKind) -> str:
+    """What the user can do about a call that needed approval where nobody can give it."""
+    if mode == "auto-edit" and kind == "shell":
+        return (
+            "in auto-edit mode bash runs unasked only inside the sandbox, which is off here;"
+            " the user can rerun with --sandbox on (needs bubblewrap) or --approve auto"
+        )
+    return "the user can rerun with --approve auto-edit or --approve auto"

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from agent import events as ev
 from agent.errors import DriverError
@@ -30,12 +30,15 @@ from agent.history import (
 from agent.loopguard import LoopGuard
 from agent.parsing import Event
 from agent.parsing.select import ModelOutputParser
-from agent.permissions import call_decision, into_git
+from agent.permissions import call_decision, how_to_allow, into_git
 from agent.profile import ModelProfile, profile_for
 from agent.prompt import data_spans
 from agent.tools.registry import Tool, ToolContext, ToolRegistry
 from agent.wire import wire_to_canonical
 from drivers.base import Driver, Usage
+
+if TYPE_CHECKING:
+    from agent.tools.sandbox import SandboxPolicy
 
 Approval = Literal["yes", "no", "always"]
 Approver = Callable[[ToolCall, Tool], Approval]
@@ -128,6 +131,8 @@ class Agent:
     retain: bool = True
     # Picks the GBNF grammar for the next model call (None: unconstrained).
     constraint: Callable[[Sequence[Message]], str | None] | None = None
+    # bash runs in bubblewrap under this policy; None: as the user, asking in auto-edit
+    sandbox: SandboxPolicy | None = None
 
     turns: int = 0
     tool_calls: int = 0
@@ -377,7 +382,10 @@ class Agent:
     def _execute(self, call: ToolCall) -> ToolResult:
         tool = self.tools.get(call.name)
         if tool is not None:
-            verdict = call_decision(self.approve, tool.kind, call.arguments, self.workspace)
+            sandboxed = self.sandbox is not None
+            verdict = call_decision(
+                self.approve, tool.kind, call.arguments, self.workspace, sandboxed=sandboxed
+            )
             # a write into .git/ asks each time: "always" for edits is not "always" for hooks
             git = into_git(self.approve, tool.kind, call.arguments, self.workspace)
             if verdict == "ask" and (git or call.name not in self._always):
@@ -386,7 +394,7 @@ class Agent:
                         "writes into .git/ run commands at the next git command, so they"
                         " need approval; only --approve auto allows them unasked"
                         if git
-                        else "the user can rerun with --approve auto-edit or --approve auto"
+                        else how_to_allow(self.approve, tool.kind)
                     )
                     return ToolResult(
                         call.id,
@@ -403,4 +411,4 @@ class Agent:
                 return ToolResult(
                     call.id, f"Error: {call.name} is not allowed in {self.approve} mode", True
                 )
-        return self.tools.execute(call, ToolContext(self.workspace))
+        return self.tools.execute(call, ToolContext(self.workspace, self.sandbox))
