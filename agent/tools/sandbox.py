@@ -98,9 +98,10 @@ def _inside(root: Path, path: Path) -> bool:
 
 def _system_mounts(policy: SandboxPolicy) -> list[tuple[Path, list[str]]]:
     """The mounts that replace parts of the read-only system, each with its path."""
+    shm = min(SHM_BYTES, policy.tmpfs_bytes)
     mounts: list[tuple[Path, list[str]]] = [
         (Path("/dev"), ["--dev", "/dev"]),
-        (Path("/dev/shm"), ["--size", str(SHM_BYTES), "--tmpfs", "/dev/shm"]),
+        (Path("/dev/shm"), ["--size", str(shm), "--tmpfs", "/dev/shm"]),
         (Path("/dev"), ["--remount-ro", "/dev"]),  # only /dev/shm takes files
         (Path("/proc"), ["--proc", "/proc"]),
         (Path("/tmp"), ["--size", str(policy.tmpfs_bytes), "--tmpfs", "/tmp"]),
@@ -174,13 +175,18 @@ def _git_mounts(policy: SandboxPolicy, ws: Path) -> list[str]:
 # --- does it work here ----------------------------------------------------------------
 
 
+def probe() -> SandboxPolicy | str:
+    """A working policy with the defaults, or why there is none. `BOSUN_BWRAP` names
+    the bwrap binary to use (default: `bwrap` on PATH)."""
+    return _probe(os.environ.get("BOSUN_BWRAP") or shutil.which("bwrap") or "")
+
+
 @functools.cache
-def probe(bwrap: str | None = None) -> SandboxPolicy | str:
-    """A working policy with the defaults, or why there is none: a real sandboxed
-    `true` in a scratch workspace, with every option a call uses. Cached per binary."""
+def _probe(path: str) -> SandboxPolicy | str:
+    """A real sandboxed `true` in a scratch workspace, with every option a call uses;
+    cached per binary, so a run pays for it once."""
     if not sys.platform.startswith("linux"):
         return "bubblewrap sandboxes need Linux"
-    path = bwrap or os.environ.get("BOSUN_BWRAP") or shutil.which("bwrap")
     if not path or not os.access(path, os.X_OK):
         return "bubblewrap (bwrap) is not installed"
     shell = shutil.which("bash")
