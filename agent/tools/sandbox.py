@@ -117,6 +117,11 @@ def _system_mounts(policy: SandboxPolicy) -> list[tuple[Path, list[str]]]:
     return mounts
 
 
+def process_cap(policy: SandboxPolicy) -> int:
+    """How many tasks one call may have, however the limit is applied (rlimit, cgroup)."""
+    return policy.max_processes
+
+
 def _limits(policy: SandboxPolicy) -> str:
     """`ulimit` for the command, run inside the sandbox: RLIMIT_NPROC only counts per
     sandbox once the user namespace exists, and set before bwrap it would be checked
@@ -124,7 +129,7 @@ def _limits(policy: SandboxPolicy) -> str:
     blocks = max(1, policy.max_file_bytes // 1024)  # bash counts -f in 1024-byte blocks
     limits = f"ulimit -t {policy.cpu_seconds} -f {blocks}"
     if policy.process_limit == "rlimit":
-        limits += f" -u {policy.max_processes}"
+        limits += f" -u {process_cap(policy)}"
     return limits
 
 

@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from agent.tools.sandbox import SandboxPolicy, bwrap_argv, hidden_homes
+from agent.tools.sandbox import SandboxPolicy, bwrap_argv, hidden_homes, process_cap
 
 _placeholders: set[tuple[int, int]] = set()  # (st_dev, st_ino) of .git dirs we made
 _placeholders_lock = threading.Lock()
@@ -73,6 +73,7 @@ def cgroup_base() -> Path | None:
                 continue
             try:
                 (trial / "pids.max").write_text("8")
+                _sweep(base)
                 return base
             except OSError:
                 continue
@@ -84,6 +85,18 @@ def cgroup_base() -> Path | None:
     return None
 
 
+def _sweep(base: Path) -> None:
+    """Remove the empty cgroups of bosun processes that have ended (a call's cgroup is
+    left behind only if its namespace took over 2 s to die)."""
+    for group in base.glob("bosun-*-*"):
+        try:
+            pid = int(group.name.split("-")[1])
+            if pid != os.getpid() and not Path(f"/proc/{pid}").exists():
+                group.rmdir()
+        except (ValueError, OSError):
+            continue
+
+
 @contextlib.contextmanager
 def _pids_cgroup(policy: SandboxPolicy) -> Iterator[Path | None]:
     """A cgroup with `pids.max` for one call (its cgroup.procs), removed afterwards."""
@@ -93,15 +106,16 @@ def _pids_cgroup(policy: SandboxPolicy) -> Iterator[Path | None]:
     group = policy.cgroup_base / f"bosun-{os.getpid()}-{secrets.token_hex(6)}"
     group.mkdir()
     try:
-        (group / "pids.max").write_text(str(policy.max_processes))
+        (group / "pids.max").write_text(str(process_cap(policy)))
         yield group / "cgroup.procs"
     finally:
         _remove_cgroup(group)
 
 
 def _remove_cgroup(group: Path) -> None:
-    """rmdir once the PID namespace has finished dying; stragglers are killed. The last
-    task leaves a moment after it was reaped (EBUSY for about 0.3 ms): short waits first."""
+    """rmdir once the PID namespace has finished dying (it takes everything with it).
+    The last task leaves a moment after it was reaped (EBUSY for about 0.3 ms), so the
+    waits start short."""
     deadline = time.monotonic() + 2
     pause = 0.0002
     while True:
@@ -112,11 +126,7 @@ def _remove_cgroup(group: Path) -> None:
             return
         except OSError as exc:
             if exc.errno != errno.EBUSY or time.monotonic() > deadline:
-                return  # an empty cgroup left behind costs nothing
-        with contextlib.suppress(OSError, ValueError):
-            for pid in (group / "cgroup.procs").read_text().split():
-                with contextlib.suppress(OSError):
-                    os.kill(int(pid), signal.SIGKILL)
+                return  # left behind, it holds nothing: the namespace is gone
         time.sleep(pause)
         pause = min(pause * 2, 0.01)
 

@@ -4,9 +4,13 @@ with the reason; under CI (CI=true) they fail instead, so CI cannot skip them si
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import signal
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,6 +22,13 @@ from agent.tools.sandbox import SandboxPolicy, probe
 
 SandboxTool = Callable[..., ToolResult]
 NOTE = "bosun's sandbox may have refused this"
+# Python that forks up to 60 sleeping children and prints how many it got: a count of
+# what the process limit let through, without bash's fork retries in the way.
+FORKS = (
+    "import os, time\nn = 0\nfor _ in range(60):\n    try:\n        pid = os.fork()\n"
+    "    except OSError:\n        break\n    if pid == 0:\n        time.sleep(3)\n"
+    "        os._exit(0)\n    n += 1\nprint(n)\n"
+)
 
 
 def under_ci() -> bool:
@@ -33,6 +44,18 @@ def policy() -> SandboxPolicy:
             pytest.fail(f"CI must run the sandbox tests, but {found}")
         pytest.skip(f"bubblewrap cannot run here: {found}")
     return found
+
+
+@pytest.fixture
+def fake_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A home folder for the test, set as $HOME. On the real disk (/var/tmp), not in
+    /tmp, which the sandbox replaces anyway: only hiding the home can hide this one."""
+    home = Path(tempfile.mkdtemp(prefix="bosun-home-", dir="/var/tmp"))
+    monkeypatch.setenv("HOME", str(home))
+    try:
+        yield home
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture
@@ -73,3 +96,10 @@ def settle(folder: Path, within: float = 3.0) -> list[int]:
     while (left := processes_in(folder)) and time.monotonic() < deadline:
         time.sleep(0.05)
     return left
+
+
+def kill_leftovers(folder: Path) -> None:
+    """A sandbox that failed must not leave a test's loop or bomb running."""
+    for pid in processes_in(folder):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)

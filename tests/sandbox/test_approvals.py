@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from agent.history import ToolResult
@@ -15,7 +16,7 @@ from agent.tools.sandbox import SandboxPolicy
 from tests.helpers import make_agent, tool_call
 from tests.sandbox.conftest import NOTE
 
-SHELL = tool_call("bash", command="touch ran.txt; echo pwned > /etc/bosun-approval-test")
+SHELL = tool_call("bash", command="touch ran.txt")
 
 
 def results(agent: Agent) -> list[ToolResult]:
@@ -25,13 +26,15 @@ def results(agent: Agent) -> list[ToolResult]:
 def test_auto_edit_runs_sandboxed_bash_without_asking(
     workspace: Path, policy: SandboxPolicy
 ) -> None:
-    agent, _, _ = make_agent([SHELL, "done"], workspace, approve="auto-edit")
-    agent.sandbox = policy
-    agent.run("go")
-    [shell] = results(agent)
-    assert not shell.is_error and (workspace / "ran.txt").exists()
-    assert "Read-only file system" in shell.content and NOTE in shell.content
-    assert not Path("/etc/bosun-approval-test").exists()
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as outside:  # the real disk, not /tmp
+        shell = tool_call("bash", command=f"touch ran.txt; touch {outside}/escaped")
+        agent, _, _ = make_agent([shell, "done"], workspace, approve="auto-edit")
+        agent.sandbox = policy
+        agent.run("go")
+        assert not Path(outside, "escaped").exists()
+    [result] = results(agent)
+    assert not result.is_error and (workspace / "ran.txt").exists()
+    assert "Read-only file system" in result.content and NOTE in result.content
 
 
 def test_ask_still_asks_with_the_sandbox_on(workspace: Path, policy: SandboxPolicy) -> None:

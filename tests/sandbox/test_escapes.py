@@ -18,7 +18,14 @@ from pathlib import Path
 import pytest
 
 from agent.tools.sandbox import SandboxPolicy
-from tests.sandbox.conftest import NOTE, SandboxTool, processes_in, settle
+from tests.sandbox.conftest import (
+    FORKS,
+    NOTE,
+    SandboxTool,
+    kill_leftovers,
+    processes_in,
+    settle,
+)
 
 SENTINEL = "bosun-sandbox-sentinel"
 
@@ -131,12 +138,11 @@ def test_git_writes_when_allowed(
 
 @pytest.mark.parametrize("home", ["temporary", "real"])
 def test_a_secret_in_the_home_folder_is_hidden(
-    sandboxed: SandboxTool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, home: str
+    sandboxed: SandboxTool, request: pytest.FixtureRequest, home: str
 ) -> None:
     if home == "temporary":
-        folder = tmp_path / "home"
-        (folder / ".ssh").mkdir(parents=True)
-        monkeypatch.setenv("HOME", str(folder))
+        folder = request.getfixturevalue("fake_home")
+        (folder / ".ssh").mkdir()
         secret = folder / ".ssh" / "id_ed25519"
     else:
         folder = Path(os.path.expanduser("~")).resolve()
@@ -242,11 +248,14 @@ def test_nothing_started_with_setsid_survives_the_call(
     # namespace can end such a process
     loop = "while :; do date +%s%N > alive; sleep 0.05; done"
     result = sandboxed("bash", command=f"setsid -f {prefix}sh -c '{loop}'; sleep 0.2; echo started")
-    assert result.content == "started"
-    assert settle(workspace) == []
-    beat = (workspace / "alive").read_text()
-    time.sleep(0.4)
-    assert (workspace / "alive").read_text() == beat, "a process went on writing after the call"
+    try:
+        assert result.content == "started"
+        assert settle(workspace) == []
+        beat = (workspace / "alive").read_text()
+        time.sleep(0.4)
+        assert (workspace / "alive").read_text() == beat, "a process went on writing"
+    finally:
+        kill_leftovers(workspace)
 
 
 # --- limits ------------------------------------------------------------------------------------
@@ -271,6 +280,14 @@ def test_filling_a_disk_outside_the_workspace_is_bounded(
     home = Path(os.path.expanduser("~"))
     for where in (Path("/tmp"), home, Path("/dev/shm")):
         assert not list(where.glob(f"{name}*")), f"a file reached the real {where}"
+
+
+def test_a_command_cannot_start_more_processes_than_the_limit(
+    sandboxed: SandboxTool, small: SandboxPolicy
+) -> None:
+    limited = replace(small, max_processes=20)
+    result = sandboxed("bash", command=f"python3 -c '{FORKS}'", policy=limited)
+    assert 0 < int(result.content) < limited.max_processes, result.content
 
 
 # The bomb must outlive its first shell: when the command's own shell ends, the PID
@@ -302,8 +319,11 @@ def test_a_fork_bomb_is_bounded_and_the_machine_stays_responsive(
         done.set()
         watcher.join()
     took = time.monotonic() - started
+    try:
+        assert settle(workspace) == [], "processes of the bomb outlived the call"
+    finally:
+        kill_leftovers(workspace)
     assert took < 10, f"the call took {took:.1f} s"
-    assert settle(workspace) == [], "processes of the bomb outlived the call"
     assert 0 < peak <= small.max_processes, peak
     assert slowest < 3, f"the machine took {slowest:.1f} s to run `true` during the bomb"
     assert result.is_error and "timed out after 4 s" in result.content

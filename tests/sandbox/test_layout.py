@@ -17,7 +17,7 @@ from agent.errors import UsageError
 from agent.history import ToolCall, ToolResult
 from agent.tools import ToolContext, default_registry
 from agent.tools.sandbox import SandboxPolicy, bwrap_argv, probe, resolve_sandbox
-from tests.sandbox.conftest import NOTE, under_ci
+from tests.sandbox.conftest import FORKS, NOTE, under_ci
 
 SECRET = "bosun-layout-secret"
 
@@ -34,14 +34,13 @@ def test_under_ci_bubblewrap_runs() -> None:
 
 
 def test_a_workspace_in_the_home_folder_is_all_that_shows_of_it(
-    policy: SandboxPolicy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    policy: SandboxPolicy, fake_home: Path
 ) -> None:
-    home = tmp_path / "home"
+    home = fake_home
     project = home / "src" / "proj"
     project.mkdir(parents=True)
     (home / ".netrc").write_text(SECRET)
     (project / "code.py").write_text("print('hi')\n")
-    monkeypatch.setenv("HOME", str(home))
     result = bash(project, policy, "cat code.py; echo ok > out.txt; ls -A ~; cat ~/.netrc")
     shown, listing, missing = result.content.splitlines()[:3]
     assert shown == "print('hi')" and listing == "src"  # the way to the workspace, no more
@@ -62,15 +61,14 @@ def test_a_home_folder_inside_the_workspace_is_hidden_too(
 
 
 def test_sandbox_read_shows_a_hidden_folder_read_only(
-    policy: SandboxPolicy, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    policy: SandboxPolicy, workspace: Path, fake_home: Path
 ) -> None:
-    home = tmp_path / "home"
+    home = fake_home
     tools = home / ".toolchain" / "bin"
     tools.mkdir(parents=True)
     (tools / "tool").write_text("#!/bin/sh\necho tool ran\n")
     (tools / "tool").chmod(0o755)
     (home / ".netrc").write_text(SECRET)
-    monkeypatch.setenv("HOME", str(home))
     shown = replace(policy, read_only=(home / ".toolchain",))
     result = bash(workspace, shown, f"{tools}/tool; cat ~/.netrc; touch {tools}/x")
     assert result.content.startswith("tool ran") and SECRET not in result.content
@@ -103,13 +101,8 @@ def test_for_a_normal_user_rlimit_bounds_processes(policy: SandboxPolicy) -> Non
     limited = replace(policy, process_limit="rlimit", cgroup_base=None, max_processes=20)
     workspace = Path(tempfile.mkdtemp(prefix="bosun-nproc-"))
     workspace.chmod(0o777)
-    forks = (
-        "import os, time\nn = 0\nfor _ in range(60):\n    try:\n        pid = os.fork()\n"
-        "    except OSError:\n        break\n    if pid == 0:\n        time.sleep(3)\n"
-        "        os._exit(0)\n    n += 1\nprint(n)\n"
-    )
     env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"}
-    argv = bwrap_argv(limited, workspace, f"/usr/bin/python3 -c '{forks}'", env)
+    argv = bwrap_argv(limited, workspace, f"/usr/bin/python3 -c '{FORKS}'", env)
     if os.geteuid() == 0:
         argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
     try:
