@@ -108,3 +108,27 @@ def test_where_bubblewrap_cannot_run(workspace: Path, script_file) -> None:
     [result] = tool_results(auto.stdout)
     assert result["is_error"] and "needs approval" in str(result["content"])
     assert not (workspace / "ran.txt").exists()
+
+
+def test_every_task_of_a_batch_runs_sandboxed(
+    workspace: Path, tmp_path: Path, script_file, policy: SandboxPolicy
+) -> None:
+    script = script_file(tool_call("bash", command="echo key=$OPENAI_API_KEY > seen.txt"), "ok")
+    tasks = tmp_path / "tasks.jsonl"
+    lines = [{"id": f"t{i}", "prompt": "go", "workspace": str(workspace)} for i in (1, 2)]
+    tasks.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    cmd = [sys.executable, "-m", "agent", "run", "--tasks", str(tasks), "--jobs", "2"]
+    cmd += ["--model", f"scripted:{script}", "--approve", "auto-edit"]
+    env = {k: v for k, v in os.environ.items() if k != "BOSUN_DEBUG"}
+    proc = subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        env={**env, "OPENAI_API_KEY": "sk-visible"},
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, proc.stderr
+    results = tool_results(proc.stdout)
+    assert len(results) == 2 and not any(r["is_error"] for r in results)
+    assert (workspace / "seen.txt").read_text() == "key=\n"

@@ -142,3 +142,20 @@ def test_a_bwrap_that_cannot_run_is_reported_with_its_reason(
     monkeypatch.setenv("BOSUN_BWRAP", str(fake))
     found = probe()
     assert found == "bubblewrap cannot run here: bwrap: No permissions to create new namespace"
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda dot: dot.symlink_to(dot.name),  # a loop
+        lambda dot: dot.symlink_to("/nonexistent/gitdir"),  # dangling
+        lambda dot: os.mkfifo(dot),
+    ],
+    ids=["link-loop", "dangling-link", "fifo"],
+)
+def test_an_odd_git_entry_never_hangs_or_breaks_a_call(
+    policy: SandboxPolicy, workspace: Path, make: object
+) -> None:
+    make(workspace / ".git")  # type: ignore[operator]
+    result = bash(workspace, policy, "echo ran > out.txt; cat out.txt")
+    assert result.content == "ran" and not result.is_error
