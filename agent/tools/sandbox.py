@@ -3,7 +3,7 @@
 Inside, the whole system is mounted read-only and only the workspace is writable, with
 its `.git` read-only again (hooks and `core.fsmonitor` in `.git/config` run commands at
 the user's next git command). `/tmp`, `/run` (where daemons keep their sockets) and the
-home folder are small private tmpfs mounts, `/proc` and `/dev` are fresh, the
+home folder are private tmpfs mounts of a fixed size, `/proc` and `/dev` are fresh, the
 environment is an allowlist (no keys or tokens), there is no network unless asked for,
 and the command lives in its own user, PID, IPC and UTS namespaces with no capabilities:
 when the call ends, the PID namespace ends, and with it everything the command started.
