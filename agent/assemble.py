@@ -26,6 +26,7 @@ from agent.prompt import system_prompt
 from agent.runtime import Agent
 from agent.tools import default_registry
 from agent.tools.confine import open_in_workspace
+from agent.tools.sandbox import SandboxPolicy
 from drivers import open_driver
 from drivers.base import Driver
 
@@ -66,6 +67,7 @@ def build_agent(
     cancel: Cancel | None = None,
     context_size: int | None = None,
     compact_at: float | None = None,
+    sandbox: SandboxPolicy | None = None,
 ) -> Agent:
     """An Agent with bosun's tools; `on_message` sees every message added (a session
     file), `cancel` is shared where one Ctrl-C stops several agents (a batch)."""
@@ -86,6 +88,7 @@ def build_agent(
         retain="retention" not in ablate,
         profile=profile,
         cancel=cancel if cancel is not None else Cancel(),
+        sandbox=sandbox,
     )
     agent.compactor = compactor_for(driver, context_size, compact_at)
     return agent

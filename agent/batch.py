@@ -38,6 +38,7 @@ from agent.runtime import Agent
 from agent.session import SessionLog, new_session_id
 from agent.tasks_file import BadLine, BatchOptions, Task, load_tasks, read_tasks
 from agent.tools import default_registry
+from agent.tools.sandbox import SandboxPolicy
 from agent.untrusted import json_line
 from drivers.base import Driver, Usage
 
@@ -117,6 +118,7 @@ class _Shared:
     cancelled: Cancel
     ablate: frozenset[str] = frozenset()
     context_size: int | None = None
+    sandbox: SandboxPolicy | None = None
 
 
 def _interrupted() -> ev.RunFinished:
@@ -163,6 +165,7 @@ def run_task(task: Task, shared: _Shared) -> ev.RunFinished:
             ablate=shared.ablate,
             cancel=shared.cancelled,  # ^C reaches only the main thread, which sets it
             context_size=shared.context_size,
+            sandbox=shared.sandbox,
         )
         start_session(agent, session.id)
         return agent.run(task.prompt)
@@ -319,6 +322,7 @@ def run_tasks(
         Cancel(),
         opts.ablate,
         opts.context_size,
+        opts.sandbox,
     )
     try:  # a bad --constrain fails here, once, rather than in every task
         constraint_for(opts.constrain, pool.driver, default_registry(), profile)

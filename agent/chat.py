@@ -28,6 +28,7 @@ from agent.session import (
     new_session_id,
     unanswered_calls,
 )
+from agent.tools.sandbox import SandboxPolicy
 from drivers.base import Driver, Usage
 
 LOST_CALL = (
@@ -71,9 +72,11 @@ class ChatSession:
         workspace: Path,
         emit: ev.Emit,
         approver: Approver | None,
+        sandbox: SandboxPolicy | None = None,
     ) -> None:
         self.config = config
         self.workspace = workspace
+        self.sandbox = sandbox  # what `/sandbox on` restores
         self.stats = Stats()
         self._ui_emit = emit
         self.last_prompt: str | None = None  # the exact bytes last sent (`/render`)
@@ -92,6 +95,7 @@ class ChatSession:
             trace=self._sent,
             context_size=config.context_size,
             compact_at=config.compact_at,
+            sandbox=sandbox,
         )
         self.tools = self.agent.tools
 
@@ -176,6 +180,11 @@ class ChatSession:
 
     def set_approve(self, mode: str) -> None:
         self.agent.set_approve(mode)
+
+    def set_sandbox(self, policy: SandboxPolicy | None) -> None:
+        """bash in (a policy) or out of (None) the sandbox; "always" answers are reset."""
+        self.agent.sandbox = policy
+        self.agent.set_approve(self.agent.approve)
 
     def switch_model(self, spec: str) -> None:
         """Another model, same history: history is canonical, so this is always valid."""

@@ -48,6 +48,17 @@ class Constrain(StrEnum):
     never = "never"
 
 
+class Sandbox(StrEnum):
+    auto = "auto"
+    on = "on"
+    off = "off"
+
+
+SANDBOX_HELP = "bash in bubblewrap: auto (where it works), on (or exit 2), off."
+NET_HELP = "Give the sandbox the network."
+GIT_HELP = "Let sandboxed commands write the workspace's .git/ (hooks, config)."
+
+
 class BosunApp(typer.Typer):
     """Typer, with bosun's error policy applied around every command."""
 
@@ -193,6 +204,9 @@ def run(
             help="Evaluation only: turn off 'salvage' and/or 'retention' (comma-separated).",
         ),
     ] = "",
+    sandbox: Annotated[Sandbox, typer.Option(help=SANDBOX_HELP)] = Sandbox.auto,
+    allow_net: Annotated[bool, typer.Option("--allow-net", help=NET_HELP)] = False,
+    allow_git_writes: Annotated[bool, typer.Option("--allow-git-writes", help=GIT_HELP)] = False,
 ) -> None:
     """Run one task headless and exit: 0 done, 1 error, 2 usage, 3 budget/stuck, 130 ^C.
 
@@ -200,9 +214,12 @@ def run(
     (a bad line of the file counts as a failed task, tagged "line N", unless --strict).
     """
     ablations = _ablations(ablate)
+    if tasks is not None and prompt is not None:
+        _fail("give a PROMPT or --tasks FILE, not both", EXIT_USAGE)
+    from agent.tools.sandbox import resolve_sandbox
+
+    policy = resolve_sandbox(sandbox.value, allow_net=allow_net, allow_git_writes=allow_git_writes)
     if tasks is not None:
-        if prompt is not None:
-            _fail("give a PROMPT or --tasks FILE, not both", EXIT_USAGE)
         from agent.batch import BatchOptions, run_tasks
 
         code = run_tasks(
@@ -219,6 +236,7 @@ def run(
                 context_size=context_size,
                 strict=strict,
                 ablate=ablations,
+                sandbox=policy,
             )
         )
         raise typer.Exit(code)
@@ -243,6 +261,7 @@ def run(
             api=api.value if api is not None else None,
             context_size=context_size,
             ablate=ablations,
+            sandbox=policy,
         )
     )
     raise typer.Exit(code)
@@ -279,6 +298,13 @@ def chat(
     context_size: Annotated[
         int | None, typer.Option("--context-size", min=256, help="Context window in tokens.")
     ] = None,
+    sandbox: Annotated[
+        Sandbox | None, typer.Option(help=SANDBOX_HELP + " Default: config, else auto.")
+    ] = None,
+    allow_net: Annotated[bool | None, typer.Option("--allow-net", help=NET_HELP)] = None,
+    allow_git_writes: Annotated[
+        bool | None, typer.Option("--allow-git-writes", help=GIT_HELP)
+    ] = None,
 ) -> None:
     """Talk to the agent in a terminal: streamed answers, tool calls, diffs, approvals."""
     from agent.ui.app import chat_command
@@ -292,6 +318,9 @@ def chat(
         show_reasoning,
         constrain.value if constrain is not None else None,
         context_size,
+        sandbox=sandbox.value if sandbox is not None else None,
+        allow_net=allow_net,
+        allow_git_writes=allow_git_writes,
     )
     raise typer.Exit(code)
 

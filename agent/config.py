@@ -1,9 +1,10 @@
 """Settings from files: `config.toml` in the data dir, then `.bosun.toml` in the workspace.
 
 Later sources win (defaults < user file < workspace file < command-line flags), with
-one exception: a workspace file can make approval stricter but never looser than the
-user's own setting. A repository someone cloned must not be able to switch on
-`approve = "auto"` and have its shell commands run unasked.
+one exception: a workspace file can make approval and bash's sandbox stricter but never
+looser than the user's own setting. A repository someone cloned must not be able to
+switch on `approve = "auto"` and have its shell commands run unasked, or turn the
+sandbox off, open its network or show it a folder of the user's home.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from urllib.parse import urlsplit
 from agent.errors import UsageError
 from agent.permissions import APPROVE_MODES
 from agent.session import bosun_home
+from agent.tools.sandbox import SANDBOX_MODES
 from agent.untrusted import TooDeep, check_depth
 from drivers.bundled import BUNDLED, DEFAULT_MODEL
 
@@ -27,6 +29,7 @@ CONSTRAIN_MODES = ("auto", "always", "never")
 WORKSPACE_FILE = ".bosun.toml"
 # Least to most permissive: what a workspace file may only move down.
 _PERMISSIVENESS = {"read-only": 0, "ask": 1, "auto-edit": 2, "auto": 3}
+_SANDBOX_LOOSENESS = {"on": 0, "auto": 1, "off": 2}
 MAX_CONFIG_BYTES = 64 * 1024
 
 
@@ -37,6 +40,10 @@ class Config:
     constrain: str = "auto"
     context_size: int | None = None  # None: the driver's default for the model
     compact_at: float | None = None  # None: agent.context's default (0.8 of the context)
+    sandbox: str = "auto"  # bash in bubblewrap: auto (where it works), on, off
+    allow_net: bool = False  # the sandbox's network
+    allow_git_writes: bool = False  # the workspace's .git/ writable in the sandbox
+    sandbox_read: tuple[str, ...] = ()  # hidden folders shown read-only (user file only)
 
 
 def user_config_path() -> Path:
@@ -97,6 +104,16 @@ def _parse(path: Path) -> dict[str, Any]:
             or not 0.3 <= value <= 0.95
         ):
             raise UsageError(f"{where} must be a fraction of the context between 0.3 and 0.95")
+        if key == "sandbox" and value not in SANDBOX_MODES:
+            raise UsageError(f"{where} must be one of {', '.join(SANDBOX_MODES)}")
+        if key in ("allow_net", "allow_git_writes") and not isinstance(value, bool):
+            raise UsageError(f"{where} must be true or false")
+        if key == "sandbox_read":
+            if not isinstance(value, list) or not all(
+                isinstance(v, str) and os.path.isabs(os.path.expanduser(v)) for v in value
+            ):
+                raise UsageError(f"{where} must be a list of absolute folder paths")
+            value = tuple(value)
         out[key] = value
     return out
 
@@ -126,8 +143,25 @@ def load_config(workspace: Path | None = None, *, user_file: Path | None = None)
                 " --approve)\n"
             )
             del settings["approve"]
+        for key in _looser_sandbox(settings, config):
+            sys.stderr.write(
+                f"bosun: ignoring {key} = {settings.pop(key)!r} in {local}: a workspace file"
+                f" may only make the sandbox stricter (set it in {user} or pass a flag)\n"
+            )
         config = replace(config, **settings)
     return config
+
+
+def _looser_sandbox(settings: dict[str, Any], config: Config) -> list[str]:
+    """The sandbox settings of a workspace file that would loosen the user's."""
+    looser = []
+    wanted = settings.get("sandbox")
+    if wanted is not None and _SANDBOX_LOOSENESS[wanted] > _SANDBOX_LOOSENESS[config.sandbox]:
+        looser.append("sandbox")
+    looser += [k for k in ("allow_net", "allow_git_writes") if settings.get(k) is True]
+    if settings.get("sandbox_read"):
+        looser.append("sandbox_read")
+    return looser
 
 
 def _model_a_workspace_may_choose(model: str) -> bool:
@@ -148,6 +182,9 @@ def resolve(
     approve: str | None = None,
     constrain: str | None = None,
     context_size: int | None = None,
+    sandbox: str | None = None,
+    allow_net: bool | None = None,
+    allow_git_writes: bool | None = None,
 ) -> Config:
     """The settings for a run: the files' values with every flag the user gave on top."""
     config = load_config(workspace)
@@ -156,5 +193,8 @@ def resolve(
         "approve": approve,
         "constrain": constrain,
         "context_size": context_size,
+        "sandbox": sandbox,
+        "allow_net": allow_net,
+        "allow_git_writes": allow_git_writes,
     }
     return replace(config, **{k: v for k, v in flags.items() if v is not None})

@@ -18,6 +18,7 @@ from agent.output import JsonlPrinter, TextPrinter
 from agent.permissions import Approval, Approver
 from agent.session import SessionLog, new_session_id
 from agent.tools import Tool, ToolContext, ToolRegistry
+from agent.tools.sandbox import SandboxPolicy
 from agent.untrusted import json_line, visible
 
 EXIT_CODES = {"done": 0, "error": 1, "max_turns": 3, "stuck": 3, "interrupted": 130}
@@ -36,6 +37,7 @@ class RunOptions:
     api: str | None = None  # chat | completions, for openai: models
     context_size: int | None = None  # None: the model's own (a server's: no budget)
     ablate: frozenset[str] = frozenset()
+    sandbox: SandboxPolicy | None = None  # bash in bubblewrap (the CLI resolves --sandbox)
 
 
 def check_workspace(path: Path) -> Path:
@@ -118,6 +120,7 @@ def run_once(opts: RunOptions) -> int:
         trace=trace,
         ablate=opts.ablate,
         context_size=opts.context_size,
+        sandbox=opts.sandbox,
     )
     if sys.stdin.isatty() and sys.stderr.isatty():
         agent.approver = terminal_approver(agent.tools, workspace)

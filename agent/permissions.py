@@ -46,24 +46,38 @@ def into_git(mode: str, kind: ToolKind, arguments: dict[str, object], root: Path
 
 
 def call_decision(
-    mode: str, kind: ToolKind, arguments: dict[str, object], root: Path
+    mode: str, kind: ToolKind, arguments: dict[str, object], root: Path, *, sandboxed: bool = False
 ) -> Literal["allow", "ask", "deny"]:
     """`decision`, with writes into `.git/` asking (see `into_git`)."""
-    verdict = decision(mode, kind)
+    verdict = decision(mode, kind, sandboxed=sandboxed)
     if verdict == "allow" and into_git(mode, kind, arguments, root):
         return "ask"
     return verdict
 
 
-def decision(mode: str, kind: ToolKind) -> Literal["allow", "ask", "deny"]:
-    """What the approval mode says about a tool of this kind."""
+def decision(
+    mode: str, kind: ToolKind, *, sandboxed: bool = False
+) -> Literal["allow", "ask", "deny"]:
+    """What the approval mode says about a tool of this kind. In auto-edit, bash runs
+    unasked only in the sandbox, where a command can change nothing but the workspace
+    (and not its .git/), which auto-edit lets the file tools change anyway."""
     if kind == "read" or mode == "auto":
         return "allow"
     if mode == "read-only":
         return "deny"
-    if mode == "auto-edit" and kind == "write":
+    if mode == "auto-edit" and (kind == "write" or (kind == "shell" and sandboxed)):
         return "allow"
     return "ask"
+
+
+def how_to_allow(mode: str, kind: ToolKind) -> str:
+    """What the user can do about a call that needed approval where nobody can give it."""
+    if mode == "auto-edit" and kind == "shell":
+        return (
+            "in auto-edit mode bash runs unasked only inside the sandbox, which is off here;"
+            " the user can rerun with --sandbox on (needs bubblewrap) or --approve auto"
+        )
+    return "the user can rerun with --approve auto-edit or --approve auto"
 
 
 def refusal(
@@ -73,11 +87,13 @@ def refusal(
     call: ToolCall,
     tool: Tool,
     root: Path,
+    sandboxed: bool = False,
 ) -> str | None:
     """Why this call may not run (the mode, or the user's answer), or None to run it.
     `always` remembers the tools the user allowed for the rest of the session; the
-    approver's KeyboardInterrupt (Ctrl-C at the question) is the caller's to handle."""
-    verdict = call_decision(mode, tool.kind, call.arguments, root)
+    approver's KeyboardInterrupt (Ctrl-C at the question) is the caller's to handle.
+    `sandboxed`: bash runs in the sandbox, so auto-edit lets it run unasked."""
+    verdict = call_decision(mode, tool.kind, call.arguments, root, sandboxed=sandboxed)
     if verdict == "deny":
         return f"Error: {call.name} is not allowed in {mode} mode"
     # a write into .git/ asks each time: "always" for edits is not "always" for hooks
@@ -89,7 +105,7 @@ def refusal(
             "writes into .git/ run commands at the next git command, so they"
             " need approval; only --approve auto allows them unasked"
             if git
-            else "the user can rerun with --approve auto-edit or --approve auto"
+            else how_to_allow(mode, tool.kind)
         )
         return f"Error: {call.name} needs approval and nobody can approve here; {why}"
     try:

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent import events as ev
 from agent.budget import Budget
@@ -37,6 +38,9 @@ from drivers.base import Driver, Usage
 
 INTERRUPTED_CALL = "Error: the user interrupted before this call ran"
 STOPPED_CALL = "Error: the user interrupted this call while it ran; its effect may be partial"
+
+if TYPE_CHECKING:
+    from agent.tools.sandbox import SandboxPolicy
 
 
 @dataclass
@@ -63,6 +67,8 @@ class Agent:
     constraint: Callable[[Sequence[Message]], str | None] | None = None
     cancel: Cancel = field(default_factory=Cancel)  # see agent.cancel
     compactor: Compactor | None = None  # None: the context size is unknown (no budget)
+    # bash runs in bubblewrap under this policy; None: as the user, asking in auto-edit
+    sandbox: SandboxPolicy | None = None
 
     turns: int = 0
     tool_calls: int = 0
@@ -250,7 +256,8 @@ class Agent:
             refused = None
             if tool is not None:
                 mode, ask, root = self.approve, self.approver, self.workspace
-                refused = refusal(mode, ask, self._always, call, tool, root)
+                sandboxed = self.sandbox is not None
+                refused = refusal(mode, ask, self._always, call, tool, root, sandboxed)
         except KeyboardInterrupt:  # Ctrl-C at the question: no, and stop this turn
             self.cancel.set()
             refused = INTERRUPTED_CALL
@@ -258,7 +265,7 @@ class Agent:
             return ToolResult(call.id, refused, is_error=True)
         self.cancel.hard = True
         try:
-            return self.tools.execute(call, ToolContext(self.workspace))
+            return self.tools.execute(call, ToolContext(self.workspace, self.sandbox))
         except KeyboardInterrupt:  # the shell tool has killed its command by now
             self.cancel.set()
             return ToolResult(call.id, STOPPED_CALL, is_error=True)

@@ -13,6 +13,7 @@ from agent import untrusted
 from agent.errors import UsageError
 from agent.headless import check_workspace
 from agent.permissions import APPROVE_MODES
+from agent.tools.sandbox import SandboxPolicy
 
 TASK_KEYS = ("id", "prompt", "workspace", "max_turns", "max_tokens", "approve")
 
@@ -42,6 +43,7 @@ class BatchOptions:
     context_size: int | None = None  # None: the model's own (a server's: no budget)
     strict: bool = False  # any bad line refuses the whole file
     ablate: frozenset[str] = frozenset()  # bench/eval only: "salvage", "retention"
+    sandbox: SandboxPolicy | None = None  # bash in bubblewrap, for every task
 
 
 # --- the tasks file -----------------------------------------------------------------

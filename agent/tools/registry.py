@@ -13,12 +13,15 @@ import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import jsonschema
 
 from agent.errors import ToolError
 from agent.history import ToolCall, ToolResult
+
+if TYPE_CHECKING:
+    from agent.tools.sandbox import SandboxPolicy
 
 ToolKind = Literal["read", "write", "shell"]
 
@@ -28,6 +31,7 @@ class ToolContext:
     """What every tool gets besides its arguments."""
 
     workspace: Path
+    sandbox: SandboxPolicy | None = None  # bash runs in bubblewrap under this policy
 
 
 @dataclass(frozen=True)

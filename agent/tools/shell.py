@@ -1,5 +1,6 @@
-"""The shell tool. It runs in the workspace folder and is not sandboxed beyond that:
-approval modes, not this module, decide whether it may run at all.
+"""The shell tool. It runs in the workspace folder, inside bubblewrap when the run has a
+sandbox policy (`agent.tools.sandbox`: the workspace writable, the rest read-only, no
+network, no secrets); approval modes, not this module, decide whether it may run at all.
 
 Nothing a command starts outlives the call. The command gets its own process group, so
 a timeout (or Ctrl-C) kills everything in it; a process that leaves the group
@@ -17,14 +18,19 @@ import ctypes
 import functools
 import os
 import secrets
+import select
 import shutil
 import signal
 import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent.tools.registry import ToolContext, ToolError, tool
+
+if TYPE_CHECKING:
+    from agent.tools.sandbox import SandboxPolicy
 
 DEFAULT_TIMEOUT = 120
 MAX_TIMEOUT = 600
@@ -136,28 +142,61 @@ def _kill_marked(marker: bytes) -> None:
         time.sleep(0.01)
 
 
-def run_command(command: str, cwd: Path, timeout: float) -> tuple[str, int | None]:
+def run_command(
+    command: str, cwd: Path, timeout: float, sandbox: SandboxPolicy | None = None
+) -> tuple[str, int | None]:
     """(output, exit status); status None when the timeout killed it."""
-    shell = shutil.which("bash") or "/bin/sh"
-    _become_subreaper()
     token = secrets.token_hex(8)
+    if sandbox is None:
+        shell = shutil.which("bash") or "/bin/sh"
+        env = {**os.environ, **QUIET_ENV, MARKER: token}
+        return _run([shell, "-c", command], cwd, timeout, env, token)
+    from agent.tools.sandbox import inner_env
+    from agent.tools.sandbox_run import sandboxed_argv
+
+    inside = inner_env(os.environ, {**QUIET_ENV, MARKER: token})
+    with sandboxed_argv(sandbox, cwd, command, inside) as argv:
+        # bwrap itself needs nothing of bosun's environment; the marker finds it too
+        outside = {"PATH": os.environ.get("PATH", os.defpath), MARKER: token}
+        return _run(argv, cwd, timeout, outside, token)
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout: float) -> int | None:
+    """The exit status, or None at the timeout. Popen.wait(timeout) polls with sleeps
+    that double up to 50 ms, so a 5 ms command took 8; a pidfd wakes up at the exit."""
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # not Linux 5.3+: poll as Popen does
+        try:
+            return proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+    try:
+        ready, _, _ = select.select([fd], [], [], timeout)
+    finally:
+        os.close(fd)
+    return proc.wait() if ready else None
+
+
+def _run(
+    argv: list[str], cwd: Path, timeout: float, env: dict[str, str], token: str
+) -> tuple[str, int | None]:
+    _become_subreaper()
     marker = f"{MARKER}={token}".encode()
     proc = subprocess.Popen(
-        [shell, "-c", command],
+        argv,
         cwd=cwd,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
-        env={**os.environ, **QUIET_ENV, MARKER: token},
+        env=env,
     )
     assert proc.stdout is not None
     capture = _Capture(proc.stdout.fileno())
     status: int | None
     try:
-        status = proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        status = None
+        status = _wait(proc, timeout)
     except BaseException:  # Ctrl-C: take the whole command down with us
         _kill_group(proc.pid)
         proc.wait()
@@ -187,15 +226,21 @@ def bash(ctx: ToolContext, command: str, timeout: int = DEFAULT_TIMEOUT) -> str:
         raise ToolError(f"timeout must be between 1 and {MAX_TIMEOUT} seconds, not {timeout}")
     if "\x00" in command:
         raise ToolError("command contains a NUL byte")
-    output, status = run_command(command, ctx.workspace, timeout)
+    output, status = run_command(command, ctx.workspace, timeout, ctx.sandbox)
     output = output.rstrip("\n")
+    note = ""
+    if ctx.sandbox is not None:
+        from agent.tools.sandbox_run import refusal_note
+
+        said = refusal_note(output, status, ctx.sandbox)
+        note = f"\n{said}" if said else ""
     if status is None:
         raise ToolError(
             f"the command timed out after {timeout} s and was killed with its child"
-            " processes; output so far:\n" + (output or "(no output)")
+            " processes; output so far:\n" + (output or "(no output)") + note
         )
     if status < 0:
-        return f"{output}\n[killed by signal {-status}]".lstrip("\n")
+        return f"{output}\n[killed by signal {-status}]{note}".lstrip("\n")
     if status != 0:
-        return f"{output}\n[exit code {status}]".lstrip("\n")
+        return f"{output}\n[exit code {status}]{note}".lstrip("\n")
     return output or "(no output, exit code 0)"

@@ -30,6 +30,7 @@ from agent.listing import session_path
 from agent.permissions import Approval
 from agent.session import bosun_home, latest_session, load_session
 from agent.tools import Tool
+from agent.tools.sandbox import SandboxPolicy, resolve_sandbox
 from agent.ui import commands
 from agent.ui.diff import preview_diff
 from agent.ui.input import Input, SlashCompleter
@@ -69,11 +70,18 @@ def _short(n: int) -> str:
 class Repl:
     """Owns the screen: input, rendering, and the dispatch of slash commands."""
 
-    def __init__(self, console: Console, config: Config, workspace: Path, show_reasoning: bool):
+    def __init__(
+        self,
+        console: Console,
+        config: Config,
+        workspace: Path,
+        show_reasoning: bool,
+        sandbox: SandboxPolicy | None = None,
+    ):
         self.console = console
         self.renderer = Renderer(console, self._preview, show_reasoning)
         self.say(f"loading {config.model} …")
-        self.chat = ChatSession(config, workspace, self.renderer, self.approve)
+        self.chat = ChatSession(config, workspace, self.renderer, self.approve, sandbox)
         completer = SlashCompleter(
             {name: c.help for name, c in commands.COMMANDS.items()},
             commands.argument_sources(self),
@@ -187,6 +195,10 @@ def chat_command(
     show_reasoning: bool,
     constrain: str | None,
     context_size: int | None = None,
+    *,
+    sandbox: str | None = None,
+    allow_net: bool | None = None,
+    allow_git_writes: bool | None = None,
 ) -> int:
     """Run the REPL until the user leaves; the exit code (0) for `bosun chat`."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -208,10 +220,23 @@ def chat_command(
         if path is None:
             raise UsageError(f"no earlier session in {ws}; start one with 'bosun chat'")
     config = resolve(
-        ws, model=model, approve=approve, constrain=constrain, context_size=context_size
+        ws,
+        model=model,
+        approve=approve,
+        constrain=constrain,
+        context_size=context_size,
+        sandbox=sandbox,
+        allow_net=allow_net,
+        allow_git_writes=allow_git_writes,
+    )
+    policy = resolve_sandbox(
+        config.sandbox,
+        allow_net=config.allow_net,
+        allow_git_writes=config.allow_git_writes,
+        read_only=config.sandbox_read,
     )
     console = Console(highlight=False)
-    repl = Repl(console, config, ws, show_reasoning)
+    repl = Repl(console, config, ws, show_reasoning, policy)
     try:
         if path is not None:
             repl.resume(path)

@@ -18,6 +18,7 @@ from agent.errors import UsageError
 from agent.history import to_json
 from agent.listing import session_path, sessions_rows
 from agent.permissions import APPROVE_MODES, decision
+from agent.tools.sandbox import resolve_sandbox
 
 if TYPE_CHECKING:
     from agent.ui.app import Repl
@@ -46,7 +47,8 @@ def _tools(repl: Repl, _arg: str) -> None:
     for name in repl.chat.tools.names:
         tool = repl.chat.tools.get(name)
         assert tool is not None
-        verdict = verdicts[decision(repl.chat.agent.approve, tool.kind)]
+        sandboxed = repl.chat.agent.sandbox is not None
+        verdict = verdicts[decision(repl.chat.agent.approve, tool.kind, sandboxed=sandboxed)]
         table.add_row(name, tool.kind, verdict, tool.description)
     repl.console.print(table)
 
@@ -71,6 +73,33 @@ def _approve(repl: Repl, arg: str) -> None:
         raise UsageError(f"unknown approve mode {arg!r}: use one of {', '.join(APPROVE_MODES)}")
     repl.chat.set_approve(arg)
     repl.say(f"approve mode: {arg}")
+
+
+def _sandbox(repl: Repl, arg: str) -> None:
+    """`/sandbox off` is the explicit step that runs bash outside bubblewrap; each
+    command then asks again unless the approve mode is auto."""
+    chat = repl.chat
+    if arg == "off":
+        chat.set_sandbox(None)
+    elif arg == "on":
+        if chat.sandbox is None:  # off or unavailable at start: try now
+            config = chat.config
+            chat.sandbox = resolve_sandbox(
+                "on",
+                allow_net=config.allow_net,
+                allow_git_writes=config.allow_git_writes,
+                read_only=config.sandbox_read,
+            )
+        chat.set_sandbox(chat.sandbox)
+    elif arg:
+        raise UsageError(f"/sandbox takes on or off, not {arg!r}")
+    policy = chat.agent.sandbox
+    if policy is None:
+        repl.say("sandbox: off; bash runs as you, and asks first unless /approve auto")
+        return
+    net = "network on" if policy.allow_net else "no network"
+    git = ".git writable" if policy.allow_git_writes else ".git read-only"
+    repl.say(f"sandbox: on (bubblewrap: workspace writable, {git}, {net}); /sandbox off")
 
 
 def _clear(repl: Repl, _arg: str) -> None:
@@ -194,6 +223,7 @@ COMMANDS: dict[str, Command] = {
         Command("/tools", "the tools the model may call, and which ask first", _tools),
         Command("/model", "show the model; /model NAME switches", _model),
         Command("/approve", "show or set: ask, auto-edit, auto, read-only", _approve),
+        Command("/sandbox", "show; /sandbox off runs bash outside bubblewrap, on again", _sandbox),
         Command("/clear", "start a new session", _clear),
         Command("/compact", "make the context smaller now (old results, a summary)", _compact),
         Command("/save", "where the session is saved; /save FILE exports it", _save),
@@ -222,5 +252,6 @@ def argument_sources(repl: Repl) -> dict[str, Callable[[], list[str]]]:
     """What each command's argument completes to."""
     return {
         "/approve": lambda: list(APPROVE_MODES),
+        "/sandbox": lambda: ["on", "off"],
         "/resume": lambda: [row["id"] for row in sessions_rows()][::-1],
     }

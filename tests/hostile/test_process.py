@@ -46,7 +46,10 @@ def pids_in(workspace: Path, name: str) -> list[int]:
 @pytest.mark.parametrize(
     "command",
     [
-        "setsid -f sh -c 'echo $$ > pids; exec sleep 1000'; echo started",
+        # waits for the pid: the call returns the moment bash exits, and the cleanup
+        # may otherwise kill the child before it has written it
+        "setsid -f sh -c 'echo $$ > pids; exec sleep 1000'; until [ -s pids ]; do sleep 0.01;"
+        " done; echo started",
         # a daemon that forks twice and leaves the group and the session
         "setsid -f sh -c '(setsid sh -c \"echo \\$\\$ >> pids; exec sleep 1000\" &)'; "
         "sleep 0.3; echo started",
