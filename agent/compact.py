@@ -123,9 +123,14 @@ class Compactor:
         fixed = self.size(history[: task_index(history) + 1], specs) + self.summary_tokens
         target = max(self.limits.goal, (fixed + self.limits.ceiling) // 2)
         starts = round_starts(history)
-        protect = starts[-2] if len(starts) >= 2 else len(history)  # the latest rounds
-        stubs = self._stub(history, protect, before - target, force)
-        cut, summary, elided = self._summarise(history, specs, starts, protect, target, summarise)
+        # The latest round is never touched; the one before it only when the rest is
+        # not enough (a small context with large results).
+        last = starts[-1] if starts else len(history)
+        stubs = self._stub(history, starts[-2] if len(starts) > 1 else last, before - target, force)
+        excess = self.size(history, specs) - target
+        if excess > 0:
+            stubs.update(self._stub(history, last, excess, force))
+        cut, summary, elided = self._summarise(history, specs, starts, last, target, summarise)
         if not stubs and not summary:
             return None
         after = self.size(history, specs)
