@@ -149,6 +149,7 @@ class ScriptedDriver:
         grammar: str | None = None,
         data: Sequence[tuple[int, int]] = (),
         halt: Halt = never,
+        head: int = 0,  # nothing to keep: a replay evaluates nothing
     ) -> Iterator[Chunk]:
         n = len(self.calls)
         if n >= len(self.steps):
