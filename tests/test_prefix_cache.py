@@ -113,6 +113,15 @@ def test_a_damaged_or_foreign_file_is_never_loaded_and_the_next_save_replaces_it
     assert hit is not None and bytes(hit.state) == STATE
 
 
+def test_a_flipped_state_byte_is_never_loaded(cache) -> None:
+    """The state's checksum is the last line of defence: its header and tokens are
+    intact, only the bytes llama.cpp would read changed."""
+    path = saved(cache)
+    _flip(path, path.stat().st_size - 1)
+    assert cache.find([*TOKENS, 1]) is None
+    assert not path.exists()
+
+
 def test_a_file_under_another_keys_name_is_not_loaded(cache, tmp_path: Path) -> None:
     """The file name is only a digest; the header's full key must match too."""
     other = PrefixCache({**KEY, "n_ctx": 4096}, folder=cache.folder, limit=10**8)
