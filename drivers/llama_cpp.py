@@ -244,7 +244,8 @@ class LlamaDriver:
         if saved is not None and len(saved.tokens) > held:
             held = restore(self.llm, saved.tokens, saved.state)
             if not held:  # llama.cpp refused it: never offer it again
-                saved.path.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):
+                    saved.path.unlink()
         if head > held:
             self.llm.n_tokens = held  # eval() drops whatever the cache held past this
             self.llm.eval(tokens[held:head])

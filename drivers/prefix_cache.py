@@ -253,7 +253,7 @@ class PrefixCache:
                 _drop(path)
                 continue
             n = len(header.tokens)
-            if header.key != self.key:
+            if header.key != self.key or header.state_bytes > self.limit:
                 _drop(path)  # a digest collision or a planted file: never ours to load
             elif n <= len(tokens) and list(tokens[:n]) == header.tokens:
                 candidates.append((n, path))

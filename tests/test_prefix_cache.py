@@ -172,10 +172,14 @@ def test_the_cap_evicts_the_least_recently_used(tmp_path: Path) -> None:
     assert [p.exists() for p in (a, b, c, d)] == [True, False, True, True]
 
 
-def test_a_state_larger_than_the_cap_is_not_saved(tmp_path: Path) -> None:
+def test_a_state_larger_than_the_cap_is_neither_saved_nor_read(tmp_path: Path) -> None:
+    """A planted file claiming gigabytes is not read into memory."""
     cache = PrefixCache(KEY, folder=tmp_path / "p", limit=1000)
     assert cache.store(TOKENS, STATE) is None
     assert not list((tmp_path / "p").glob("*"))
+    big = saved(PrefixCache(KEY, folder=tmp_path / "p", limit=10**8))
+    assert cache.find([*TOKENS, 1]) is None
+    assert not big.exists()
 
 
 def test_a_cap_of_zero_turns_the_cache_off(tmp_path: Path) -> None:
