@@ -80,7 +80,7 @@ def max_bytes() -> int:
         ) from None
 
 
-def _digest(data: bytes) -> str:
+def _digest(data: bytes | bytearray | memoryview) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
