@@ -411,6 +411,38 @@ def sessions_show(
         typer.echo(json.dumps(message_to_dict(message), ensure_ascii=False))
 
 
+cache_app = typer.Typer(
+    help="Saved prompt-prefix states: a new session loads its head instead of evaluating it.",
+    no_args_is_help=True,
+)
+app.add_typer(cache_app, name="cache")
+
+
+@cache_app.command("info")
+def cache_info(
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+) -> None:
+    """Saved states, most recently used first: model, tokens, size, age; total vs cap."""
+    from agent.cache_command import info, text_rows
+
+    rows, total = info()
+    if json_out:
+        for row in rows:
+            typer.echo(json.dumps(row, ensure_ascii=False))
+        return
+    if rows:
+        _table(text_rows(rows), ["model", "tokens", "size", "saved", "used", "file"])
+    typer.echo(total)
+
+
+@cache_app.command("clear")
+def cache_clear() -> None:
+    """Delete every saved state (they are rebuilt as sessions run)."""
+    from agent.cache_command import clear_all
+
+    typer.echo(clear_all())
+
+
 contracts_app = typer.Typer(
     help="Falsification contracts: every promise names the tests that would break it.",
     no_args_is_help=True,

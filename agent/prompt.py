@@ -48,6 +48,7 @@ __all__ = [
     "read_messages_json",
     "render",
     "render_for_model",
+    "stable_head",
     "system_prompt",
     "tool_block",
     "wire_to_canonical",
@@ -152,6 +153,28 @@ def data_spans(
         pos = at + 1
     plain.append(text[pos:])
     return spans if "".join(plain) == prompt else []
+
+
+def stable_head(
+    profile: ModelProfile,
+    messages: Sequence[Message],
+    tools: Sequence[dict[str, Any]],
+    sent: str,
+) -> int:
+    """How many characters at the start of `sent` (the prompt as sent) any session with
+    the same system message and tools begins with: the system turn as the template
+    renders it alone, as far as it agrees with `sent` (a template may print the tools
+    after the first user message, or close the turn differently when it is the last).
+    A driver that keeps prefix states saves this much for the next session; 0 when
+    there is no system message to anchor it."""
+    if not messages or not isinstance(messages[0], System):
+        return 0
+    try:
+        alone = profile.render(messages[:1], tools, add_generation_prompt=False)
+    except TemplateRenderError:
+        return 0
+    limit = min(len(alone), len(sent))
+    return next((i for i in range(limit) if alone[i] != sent[i]), limit)
 
 
 def render_for_model(

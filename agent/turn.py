@@ -24,7 +24,7 @@ from agent.markup import TOOL_CALL_OPEN, TOOL_RESULT_OPEN, WIRE_CALL_OPEN
 from agent.parsing import Event
 from agent.parsing.select import ModelOutputParser
 from agent.profile import ModelProfile
-from agent.prompt import data_spans
+from agent.prompt import data_spans, stable_head
 from agent.wire import wire_to_canonical
 from drivers.base import ChatDriver, Driver, Halt, RawCall, Usage, partial_suffix
 
@@ -221,6 +221,9 @@ def _stream_text(
     spans = []
     if driver.info.data_spans:  # a driver that tokenizes keeps message text plain
         spans = data_spans(req.history, req.specs, sent, profile=profile)
+    head = 0
+    if driver.info.prefix_cache:  # the next session starts warm from this much
+        head = stable_head(profile, req.history, req.specs, sent)
     stream = driver.stream(
         sent,
         stop=profile.stop,
@@ -228,6 +231,7 @@ def _stream_text(
         grammar=req.grammar,
         data=spans,
         halt=halt,
+        head=head,
     )
     halted = 0
     try:

@@ -1,6 +1,7 @@
-"""Batch benchmark: `bosun run --tasks` throughput against a real OpenAI-compatible server.
+"""Batch benchmark: `bosun run --tasks` throughput, on a server and on the in-process model.
 
     .venv/bin/python bench/batch_bench.py [--tasks 8] [--jobs 1,4] [--max-tokens 32] [--repeat 2]
+                                          [--only server,in-process]
 
 Starts llama-cpp-python's server on the bundled SmolLM2-135M exactly as the test suite
 does (tests/openai_servers.py: one CPU thread, `--interrupt_requests false`), warms
@@ -13,6 +14,15 @@ one request at a time: extra jobs can only overlap bosun's own per-task work (pr
 rendering, HTTP, session files) with generation, not generation with generation. Expect
 a ratio near 1 here; a server with parallel slots (llama.cpp's `llama-server -np 4`,
 vLLM) is where --jobs pays off.
+
+Then the same N tasks on the in-process model (`--model smollm2-135m`), three ways, each
+on a newly opened driver: every task evaluating the system prompt and tools itself (what
+N separate `bosun run`s cost before warm starts: KV cache emptied before each task, no
+saved states), the batch sharing the head with an empty state cache (its first task
+evaluates and saves it, the others find it in memory), and again with the state saved
+(as the next run of the batch would: no task evaluates the head). States go to a
+temporary folder. Prints wall seconds (best of --repeat, the three ways interleaved so
+they share the machine's noise), prompt, cached and completion tokens, and the speed-up.
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -57,7 +68,9 @@ def write_tasks(path: Path, n: int, max_tokens: int) -> None:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def run_batch(tasks: Path, spec: str, workspace: Path, jobs: int, max_tokens: int) -> dict:
+def run_batch(
+    tasks: Path, spec: str, workspace: Path, jobs: int, max_tokens: int, driver=None
+) -> dict:
     out = io.StringIO()
     started = time.perf_counter()
     code = run_tasks(
@@ -68,10 +81,11 @@ def run_batch(tasks: Path, spec: str, workspace: Path, jobs: int, max_tokens: in
             jobs=jobs,
             max_turns=1,
             max_tokens=max_tokens,
-            api="completions",
+            api=None if driver is not None else "completions",
         ),
         out=out,
         err=io.StringIO(),
+        driver=driver,
     )
     wall = time.perf_counter() - started
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
@@ -80,7 +94,62 @@ def run_batch(tasks: Path, spec: str, workspace: Path, jobs: int, max_tokens: in
     broken = [s for s in statuses if s not in ("done", "max_turns")]
     if broken:
         raise SystemExit(f"jobs={jobs}: tasks failed: {broken} (exit {code})")
-    return {"wall": wall, "completion_tokens": summary["completion_tokens"]}
+    return {
+        "wall": wall,
+        "completion_tokens": summary["completion_tokens"],
+        "prompt_tokens": summary["prompt_tokens"],
+        "cached_tokens": summary["cached_tokens"],
+    }
+
+
+class Unshared:
+    """The in-process driver as separate `bosun run`s use it: every call starts from an
+    empty KV cache, and nothing is saved or loaded."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.model = inner.model
+        self.info = replace(inner.info, prefix_cache=False)
+
+    def stream(self, prompt: str, **options):
+        self.inner.llm.reset()
+        return self.inner.stream(prompt, **options)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def bench_in_process(args, tasks: Path, workspace: Path, home: Path) -> None:
+    from drivers.llama_cpp import open_llama
+    from drivers.prefix_cache import clear
+
+    folder = home / "prefix-states"
+    os.environ["BOSUN_PREFIX_CACHE"] = str(folder)  # never the user's cache
+    ways = {
+        "every task evaluates the head": lambda: Unshared(open_llama(args.model)),
+        "shared head, no saved state": lambda: open_llama(args.model),
+        "shared head, saved state": lambda: open_llama(args.model),
+    }
+    best: dict[str, dict] = {}
+    for _ in range(args.repeat):  # interleaved, best kept: the rows share the machine's noise
+        clear(folder)
+        for label, make in ways.items():
+            run = run_batch(tasks, args.model, workspace, 1, args.max_tokens, make())
+            if label not in best or run["wall"] < best[label]["wall"]:
+                best[label] = run
+    print(
+        f"\nin-process {args.model}; {args.tasks} tasks, --jobs 1, max_turns 1,"
+        f" max_tokens {args.max_tokens}, best of {args.repeat}; model load not counted"
+    )
+    header = ("batch", 29), ("wall s", 7), ("prompt", 6), ("cached", 6), ("evaluated", 9)
+    print("  ".join(f"{n:>{w}}" for n, w in header) + "  tokens  speed-up")
+    base = best["every task evaluates the head"]["wall"]
+    for label, r in best.items():
+        evaluated = r["prompt_tokens"] - r["cached_tokens"]
+        print(
+            f"{label:>29}  {r['wall']:>7.2f}  {r['prompt_tokens']:>6}  {r['cached_tokens']:>6}"
+            f"  {evaluated:>9}  {r['completion_tokens']:>6}  {base / r['wall']:>7.2f}×"
+        )
 
 
 def main() -> None:
@@ -89,13 +158,10 @@ def main() -> None:
     ap.add_argument("--jobs", default="1,4", help="comma-separated --jobs values")
     ap.add_argument("--max-tokens", type=int, default=32)
     ap.add_argument("--repeat", type=int, default=2, help="runs per --jobs value; best is kept")
+    ap.add_argument("--model", default="smollm2-135m", help="the in-process model")
+    ap.add_argument("--only", default="server,in-process", help="server and/or in-process")
     args = ap.parse_args()
-    jobs_values = [int(j) for j in args.jobs.split(",")]
-
-    import pytest  # the launcher reports a missing model with pytest.skip
-
-    from tests.openai_servers import MODEL_ALIAS, llama_server
-
+    only = set(args.only.split(","))
     with tempfile.TemporaryDirectory(prefix="bosun-batch-bench-") as tmp:
         tmp_path = Path(tmp)
         home = tmp_path / "home"  # session files go here, not into ~/.bosun
@@ -106,26 +172,37 @@ def main() -> None:
         (workspace / "notes.txt").write_text("nothing to see\n", encoding="utf-8")
         tasks = tmp_path / "tasks.jsonl"
         write_tasks(tasks, args.tasks, args.max_tokens)
-        warm = tmp_path / "warm.jsonl"
-        write_tasks(warm, 1, args.max_tokens)
-        try:
-            server = llama_server(tmp_path / "server.log")
-            url = server.__enter__()
-        except (pytest.skip.Exception, pytest.fail.Exception) as exc:
-            raise SystemExit(f"cannot start llama_cpp.server: {exc}") from None
-        try:
-            spec = f"openai:{url}#{MODEL_ALIAS}"
-            run_batch(warm, spec, workspace, 1, args.max_tokens)
-            rows = []
-            for jobs in jobs_values:
-                runs = [
-                    run_batch(tasks, spec, workspace, jobs, args.max_tokens)
-                    for _ in range(args.repeat)
-                ]
-                best = min(runs, key=lambda r: r["wall"])
-                rows.append((jobs, best))
-        finally:
-            server.__exit__(None, None, None)
+        if "server" in only:
+            bench_server(args, tasks, workspace, tmp_path)
+        if "in-process" in only:
+            bench_in_process(args, tasks, workspace, home)
+
+
+def bench_server(args, tasks: Path, workspace: Path, tmp_path: Path) -> None:
+    import pytest  # the launcher reports a missing model with pytest.skip
+
+    from tests.openai_servers import MODEL_ALIAS, llama_server
+
+    jobs_values = [int(j) for j in args.jobs.split(",")]
+    warm = tmp_path / "warm.jsonl"
+    write_tasks(warm, 1, args.max_tokens)
+    try:
+        server = llama_server(tmp_path / "server.log")
+        url = server.__enter__()
+    except (pytest.skip.Exception, pytest.fail.Exception) as exc:
+        raise SystemExit(f"cannot start llama_cpp.server: {exc}") from None
+    try:
+        spec = f"openai:{url}#{MODEL_ALIAS}"
+        run_batch(warm, spec, workspace, 1, args.max_tokens)
+        rows = []
+        for jobs in jobs_values:
+            runs = [
+                run_batch(tasks, spec, workspace, jobs, args.max_tokens) for _ in range(args.repeat)
+            ]
+            best = min(runs, key=lambda r: r["wall"])
+            rows.append((jobs, best))
+    finally:
+        server.__exit__(None, None, None)
 
     base = rows[0][1]["wall"]
     print(

@@ -2,20 +2,28 @@
 
     .venv/bin/python bench/driver_bench.py [--model smollm2-135m] [--tasks 20]
 
-Prints three tables:
+Prints four tables:
 1. raw llama-cpp-python (`Llama.create_completion`, streaming) vs bosun's driver on the
    same prompts, greedy, same max_tokens: tokens/s and the overhead ratio (target ≤ 3%);
 2. a 10-turn session: prompt tokens per turn, tokens actually evaluated (prompt - cached)
    and time to first token (target: only the new suffix, TTFT turn 10 ≤ 1.3 × turn 2);
 3. SmolLM2's tool-call validity on a 20-task suite, `--constrain never` vs `always`
-   (first model call of each task: a schema-valid call, a plain answer, or malformed).
+   (first model call of each task: a schema-valid call, a plain answer, or malformed);
+4. a fresh session's first turn, cold (the head of system prompt and tools evaluated,
+   then saved) vs warm (a new driver loads the saved head), beside a mid-session turn
+   (target: warm TTFT <= 1.5 x the mid-session turn's). States go to a temporary folder.
+
+`--only fresh` (or any comma-separated subset of overhead,session,validity,fresh) runs
+just those tables.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -24,9 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from agent.history import Assistant, AssistantToolUse, System, ToolCall, ToolResult, User
 from agent.parsing import parse_tool_calls
 from agent.profile import ModelProfile, profile_for
-from agent.prompt import system_prompt
+from agent.prompt import stable_head, system_prompt
 from agent.tools import default_registry
 from drivers.llama_cpp import open_llama
+from drivers.prefix_cache import clear
 
 QUESTIONS = [
     "Explain what a Python list comprehension is.",
@@ -180,6 +189,68 @@ def bench_validity(driver, model: ModelProfile, n_tasks: int) -> None:
     )
 
 
+def first_token(driver, prompt: str, head: int) -> tuple[int, int, float]:
+    """(prompt tokens, cached tokens, seconds to the first token) of one call."""
+    start = time.perf_counter()
+    first = None
+    usage = None
+    for chunk in driver.stream(prompt, max_tokens=1, head=head):
+        if first is None and chunk.text:
+            first = time.perf_counter() - start
+        usage = chunk.usage or usage
+    assert usage is not None
+    return usage.prompt_tokens, usage.cached_tokens, first or time.perf_counter() - start
+
+
+def fresh_once(spec: str, model: ModelProfile, folder: str) -> list[tuple[int, int, float]]:
+    """Cold first turn (new driver, empty cache), warm first turn (another new driver,
+    the head saved by the first) and that session's second turn."""
+    tools = default_registry().specs()
+    history = [System(system_prompt("/work/project")), User("Help me understand this project.")]
+    prompt = model.render(history, tools)
+    head = stable_head(model, history, tools, prompt)
+    clear(Path(folder))
+    rows = []
+    cold = open_llama(spec)
+    rows.append(first_token(cold, prompt, head))
+    cold.close()
+    warm = open_llama(spec)
+    rows.append(first_token(warm, prompt, head))
+    call = ToolCall("call_1", "read_file", {"path": "src/module_1.py"})
+    history += [
+        AssistantToolUse(call),
+        ToolResult(call.id, "\n".join(f"{i}\tline {i} of module 1" for i in range(1, 9))),
+    ]
+    second = model.render(history, tools)
+    rows.append(first_token(warm, second, stable_head(model, history, tools, second)))
+    warm.close()
+    return rows
+
+
+def bench_fresh(spec: str, model: ModelProfile, repeats: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="bosun-prefix-bench-") as folder:
+        os.environ["BOSUN_PREFIX_CACHE"] = folder  # never the user's cache
+        runs = [fresh_once(spec, model, folder) for _ in range(repeats)]
+    labels = ["fresh session, cold", "fresh session, warm", "mid-session (turn 2)"]
+    rows = []
+    for label, per_run in zip(labels, zip(*runs, strict=True), strict=True):
+        prompt, cached, _ = per_run[0]
+        ttft = statistics.median(t for _, _, t in per_run)
+        rows.append([label, prompt, cached, prompt - cached, f"{ttft * 1000:.0f}"])
+    table(
+        f"4. first turn of a new session: head evaluated vs loaded (median of {repeats})",
+        ["turn", "prompt", "cached", "evaluated", "TTFT ms"],
+        rows,
+    )
+    cold, warm, mid = (float(r[4]) for r in rows)
+    print(
+        f"cold / warm = {cold / warm:.1f}x; warm / mid-session = {warm / mid:.2f} (target <= 1.5)"
+    )
+
+
+SECTIONS = ("overhead", "session", "validity", "fresh")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="smollm2-135m")
@@ -188,14 +259,24 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=10)
     ap.add_argument("--session-repeats", type=int, default=3)
     ap.add_argument("--tasks", type=int, default=20)
+    ap.add_argument("--fresh-repeats", type=int, default=3)
+    ap.add_argument("--only", default=",".join(SECTIONS), help="comma-separated tables to run")
     args = ap.parse_args()
+    only = set(args.only.split(","))
+    if only - set(SECTIONS):
+        ap.error(f"--only: choose from {', '.join(SECTIONS)}")
     model = profile_for(args.model)
     driver = open_llama(args.model)
     print(f"model {driver.model}, n_ctx {driver.n_ctx}, template {model.template_origin}")
-    bench_overhead(driver, model, args.max_tokens, args.repeats)
-    bench_session(driver, model, args.turns, args.session_repeats)
-    bench_validity(driver, model, args.tasks)
+    if "overhead" in only:
+        bench_overhead(driver, model, args.max_tokens, args.repeats)
+    if "session" in only:
+        bench_session(driver, model, args.turns, args.session_repeats)
+    if "validity" in only:
+        bench_validity(driver, model, args.tasks)
     driver.close()
+    if "fresh" in only:
+        bench_fresh(args.model, model, args.fresh_repeats)
 
 
 if __name__ == "__main__":

@@ -126,6 +126,7 @@ class DriverInfo:
     n_params: int | None = None  # model size, where known (--constrain auto uses it)
     max_concurrency: int = 1  # streams one driver serves at once (1: one KV cache)
     tokenize: Callable[[str], list[int]] | None = None
+    prefix_cache: bool = False  # stream(..., head=N) lets a later session start warm
 
 
 class TextDriver(Protocol):
@@ -134,6 +135,11 @@ class TextDriver(Protocol):
     `model` names what is loaded, for events and traces. `halt` is asked between
     tokens; once it says True the stream ends with a last chunk whose finish_reason is
     "interrupted" (and whose usage counts what was done), so a stop never loses usage.
+
+    `head`: how many characters at the start of `prompt` every session with the same
+    system prompt and tools starts with (the agent knows; the driver sees only text). A
+    driver with `info.prefix_cache` may save the state of that much for a later session
+    to load; any other driver ignores it.
     """
 
     model: str
@@ -148,6 +154,7 @@ class TextDriver(Protocol):
         grammar: str | None = None,
         data: Sequence[tuple[int, int]] = (),
         halt: Halt = never,
+        head: int = 0,
     ) -> Iterator[Chunk]: ...
 
     def close(self) -> None: ...

@@ -63,14 +63,20 @@ BUNDLED: dict[str, BundledModel] = {
 DEFAULT_MODEL = "smollm2-135m"
 
 
-def model_cache() -> Path:
-    """Where assembled models live: $BOSUN_CACHE, else the user cache folder."""
+def cache_root() -> Path:
+    """bosun's cache folder: $BOSUN_CACHE, else the user cache folder. Everything in it
+    can be rebuilt (joined models, saved prompt states), so deleting it is always safe."""
     env = os.environ.get("BOSUN_CACHE")
     if env:
-        return Path(env).expanduser() / "models"
+        return Path(env).expanduser()
     from platformdirs import user_cache_dir
 
-    return Path(user_cache_dir("bosun")) / "models"
+    return Path(user_cache_dir("bosun"))
+
+
+def model_cache() -> Path:
+    """Where assembled models live."""
+    return cache_root() / "models"
 
 
 def _package_file(package: str, relative: str) -> Path | None:

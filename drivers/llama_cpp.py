@@ -4,6 +4,10 @@ bosun drives the token loop itself (`Llama.generate`) instead of `create_complet
 because it needs three things that API hides: special tokens kept in the text (Harmony
 and Qwen markers must reach the parser intact), an exact count of the prompt tokens the
 KV cache already held, and stop strings matched without losing a token.
+
+A fresh session starts warm: the head every session's prompt begins with (system prompt
+and tools, which the agent marks with `head=`) is evaluated once, its KV state saved
+(`drivers.prefix_cache`), and loaded by later sessions instead of evaluated again.
 """
 
 from __future__ import annotations
@@ -30,9 +34,12 @@ from drivers.base import (
     partial_suffix,
 )
 from drivers.bundled import resolve_model
+from drivers.llama_state import common_prefix, open_prefix_cache, restore, snapshot
 
 DEFAULT_CTX = 8192
 _LOAD_LOCK = threading.Lock()
+# A head shorter than this is quicker to evaluate than to read back from a file.
+MIN_HEAD_TOKENS = 32
 
 
 @contextlib.contextmanager
@@ -105,6 +112,7 @@ class LlamaDriver:
         n_gpu_layers: int | None = None,
         n_threads: int | None = None,
         temperature: float = 0.0,
+        prefix_cache: bool = True,
     ) -> None:
         if not path.is_file():
             raise UsageError(f"model file not found: {path}")
@@ -123,14 +131,17 @@ class LlamaDriver:
         except (ValueError, RuntimeError) as exc:
             raise UsageError(f"cannot load model {path}: not a usable GGUF file ({exc})") from None
         self.n_ctx = int(self.llm.n_ctx())
+        self.prefix_cache = open_prefix_cache(self.llm, path, self.model) if prefix_cache else None
         self.info = DriverInfo(
             grammar=True,
             data_spans=True,  # stream(..., data=spans): see tokenize
             n_ctx=self.n_ctx,
             n_params=int(self.llm._model.n_params()),
             tokenize=self.tokenize,
+            prefix_cache=self.prefix_cache is not None,
         )
         self._control: dict[int, bool] = {}
+        self._head_memo: tuple[tuple[str, tuple[tuple[int, int], ...]], list[int]] | None = None
 
     def tokenize(self, text: str, data: Sequence[tuple[int, int]] = ()) -> list[int]:
         """Prompt text -> tokens, the template's special tokens parsed as such.
@@ -200,13 +211,48 @@ class LlamaDriver:
         llama_cpp.llama_sampler_free(sampler)
 
     def _cached_prefix(self, tokens: list[int]) -> int:
-        held = self.llm._input_ids[: self.llm.n_tokens]
-        n = 0
-        for a, b in zip(held, tokens, strict=False):
-            if a != b:
-                break
-            n += 1
+        n = common_prefix(self.llm._input_ids[: self.llm.n_tokens], tokens)
         return min(n, len(tokens) - 1)  # llama.cpp re-evaluates the last prompt token
+
+    def _head_tokens(
+        self, prompt: str, tokens: list[int], head: int, data: Sequence[tuple[int, int]]
+    ) -> int:
+        """How many leading prompt tokens are its stable head (`head` characters): the
+        head's own tokens, as far as they agree with the prompt's (a token can straddle
+        the boundary). 0 when there is nothing worth saving."""
+        if self.prefix_cache is None or head <= 0:
+            return 0
+        memo = (prompt[:head], tuple((a, min(b, head)) for a, b in data if a < head))
+        if self._head_memo is None or self._head_memo[0] != memo:  # the same every turn
+            self._head_memo = (memo, self.tokenize(*memo))
+        n = min(common_prefix(self._head_memo[1], tokens), len(tokens) - 1)
+        return n if n >= MIN_HEAD_TOKENS else 0
+
+    def _warm_start(self, tokens: list[int], head: int) -> int:
+        """Have the KV cache hold the prompt's head, as cheaply as it can be had, and
+        return how many prompt tokens need no evaluation (usage's cached_tokens).
+
+        In memory first (this session's previous turn, a batch's previous task), else
+        the longest saved state the prompt begins with; a head held nowhere is
+        evaluated on its own and saved for the next session. Mid-session the head is in
+        memory and no file is touched.
+        """
+        held = self._cached_prefix(tokens)
+        if head <= held or self.prefix_cache is None:
+            return held
+        saved = self.prefix_cache.find(tokens[:-1])
+        if saved is not None and len(saved.tokens) > held:
+            held = restore(self.llm, saved.tokens, saved.state)
+            if not held:  # llama.cpp refused it: never offer it again
+                with contextlib.suppress(OSError):
+                    saved.path.unlink()
+        if head > held:
+            self.llm.n_tokens = held  # eval() drops whatever the cache held past this
+            self.llm.eval(tokens[held:head])
+            state = snapshot(self.llm)
+            if state is not None:
+                self.prefix_cache.store(tokens[:head], state)
+        return held
 
     def stream(
         self,
@@ -217,6 +263,7 @@ class LlamaDriver:
         grammar: str | None = None,
         data: Sequence[tuple[int, int]] = (),
         halt: Halt = never,
+        head: int = 0,
     ) -> Iterator[Chunk]:
         tokens = self.tokenize(prompt, data)
         if len(tokens) >= self.n_ctx:
@@ -225,7 +272,12 @@ class LlamaDriver:
                 " start a new session or raise the context size"
             )
         return self._generate(
-            tokens, list(stop), min(max_tokens, self.n_ctx - len(tokens)), grammar, halt
+            tokens,
+            list(stop),
+            min(max_tokens, self.n_ctx - len(tokens)),
+            grammar,
+            halt,
+            self._head_tokens(prompt, tokens, head, data),
         )
 
     def _generate(
@@ -235,11 +287,12 @@ class LlamaDriver:
         max_tokens: int,
         grammar: str | None,
         halt: Halt,
+        head: int = 0,
     ) -> Iterator[Chunk]:
         import llama_cpp
 
         start = time.perf_counter()
-        cached = self._cached_prefix(tokens)
+        cached = self._warm_start(tokens, head)
         compiled = None
         if grammar is not None:
             self.check_grammar(grammar)

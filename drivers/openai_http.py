@@ -315,6 +315,7 @@ class OpenAIDriver:
         grammar: str | None = None,
         data: Sequence[tuple[int, int]] = (),  # the server tokenizes: not ours to guard
         halt: Halt = never,
+        head: int = 0,  # a server keeps its own prompt cache
     ) -> Iterator[Chunk]:
         """Text completion of a prompt bosun rendered (POST /v1/completions)."""
         extra: dict[str, Any] = {

@@ -165,6 +165,7 @@ class ScriptedDriver:
         grammar: str | None = None,
         data: Sequence[tuple[int, int]] = (),
         halt: Halt = never,
+        head: int = 0,  # nothing to keep: a replay evaluates nothing
     ) -> Iterator[Chunk]:
         size = approx_tokens(prompt)
         if self.n_ctx is not None and size >= self.n_ctx:

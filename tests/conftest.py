@@ -25,6 +25,9 @@ def bosun_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
     monkeypatch.setenv("BOSUN_HOME", str(home))
     # One model cache for the whole run (a joined model is 250 MB), still not the user's.
     monkeypatch.setenv("BOSUN_CACHE", str(tmp_path_factory.getbasetemp() / "bosun-cache"))
+    # Saved prompt states, though, per test: a state one test saved must not warm another.
+    monkeypatch.setenv("BOSUN_PREFIX_CACHE", str(tmp_path_factory.mktemp("prefix-cache")))
+    monkeypatch.delenv("BOSUN_PREFIX_CACHE_MAX", raising=False)
     return home
 
 
