@@ -30,6 +30,17 @@ def partial_suffix(text: str, markers: Sequence[str]) -> int:
     return keep
 
 
+def common_prefix(a: Sequence[object], b: Sequence[object]) -> int:
+    """How many leading items two sequences share: tokens a KV cache holds, characters
+    a prompt repeats."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
 class DriverError(RuntimeError):
     """The backend failed (server down, model file unreadable): a harness-side error."""
 

@@ -30,11 +30,12 @@ from drivers.base import (
     Halt,
     Usage,
     UsageError,
+    common_prefix,
     never,
     partial_suffix,
 )
 from drivers.bundled import resolve_model
-from drivers.llama_state import common_prefix, open_prefix_cache, restore, snapshot
+from drivers.llama_state import open_prefix_cache, restore, snapshot
 
 DEFAULT_CTX = 8192
 _LOAD_LOCK = threading.Lock()

@@ -10,7 +10,6 @@ cached prefix and evaluates only the rest, so the last token's logits are always
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,16 +29,6 @@ CONTEXT_KEY = (
     "swa_full",
     "kv_unified",
 )
-
-
-def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    """Length of the common prefix of two token sequences."""
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def _plain(value: Any) -> Any:

@@ -23,6 +23,7 @@ from drivers.base import (
     Halt,
     Usage,
     UsageError,
+    common_prefix,
     halting,
     interrupted,
     never,
@@ -38,16 +39,6 @@ def approx_tokens(text: str) -> int:
 
 def _tokens(text: str) -> list[str]:
     return _TOKEN.findall(text)
-
-
-def shared_prefix(a: str, b: str) -> int:
-    """Characters `a` and `b` share at the start (what a KV cache could reuse)."""
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 class ScriptExhausted(DriverError):
@@ -192,7 +183,7 @@ class ScriptedDriver:
                 time.sleep(step.delay_ms / 1000)
             if piece:
                 yield Chunk(piece)
-        shared = shared_prefix(previous, prompt)
+        shared = common_prefix(previous, prompt)
         usage = Usage(
             prompt_tokens=approx_tokens(prompt),
             cached_tokens=approx_tokens(prompt[:shared]),
