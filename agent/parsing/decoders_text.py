@@ -376,10 +376,13 @@ class _Gemma:
             items: list[Any] = []
             self.ws()
             while self.i < len(s) and s[self.i] != "]":
+                at = self.i
                 items.append(self.value())
                 self.ws()
                 if self.i < len(s) and s[self.i] == ",":
                     self.i += 1
+                elif self.i == at:  # "[1}": nothing a list item can be; never spin here
+                    raise ValueError(f"unexpected {s[self.i]!r} in a list")
             self.i += 1
             return items
         m = re.compile(r"[^,}\]]*").match(s, self.i)
