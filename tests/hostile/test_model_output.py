@@ -183,7 +183,10 @@ def test_always_for_edits_is_not_always_for_git(repo: Path) -> None:
     assert (repo / ".git" / "config").read_text() == "[core]\n"
 
 
-@pytest.mark.parametrize("body", ["call:f{a:[1}", "call:f{a:[}]}", "call:f{a:[[}]]}", "call:f{a:[1,}"])
+BRACED_LISTS = ["call:f{a:[1}", "call:f{a:[}]}", "call:f{a:[[}]]}", "call:f{a:[1,}"]
+
+
+@pytest.mark.parametrize("body", BRACED_LISTS)
 def test_a_gemma4_list_closed_by_a_brace_is_malformed_not_a_hang(body: str) -> None:
     """Found by the property tests: `[1}` left the list reader where it was, forever,
     appending empty items (a model's typo must never hang bosun or fill its memory)."""
