@@ -148,15 +148,5 @@ def test_system_prompt_carries_agents_md() -> None:
 def test_system_prompt_through_a_template_without_tools() -> None:
     history = [System(system_prompt("/w")), User("hi")]
     text = render(history, [], template=SHIPPED / "chatml.jinja")
-    assert text.startswith("<|im_start|>system\nYou are bosun, a coding agent.\n")
+    assert text.startswith("<|im_start|>system\nYou are bosun, a coding agent working in")
 
-
-def test_system_prompt_puts_what_belongs_to_the_workspace_last() -> None:
-    """Sessions in any two workspaces begin with the same system text up to the
-    workspace's own part (path, files, AGENTS.md): the head a saved state can cover."""
-    a = system_prompt("/work/a", "Use tabs.", "AGENTS.md", ["x.py"])
-    b = system_prompt("/srv/b", "", "AGENTS.md", ["y/", "z.md"])
-    shared = "When the task is done, answer in plain text without a tool call.\n\n"
-    assert a.index(shared) == b.index(shared)
-    assert a[: a.index(shared)] == b[: b.index(shared)]
-    assert a[a.index(shared) :].startswith(shared + "The working directory is /work/a.")
