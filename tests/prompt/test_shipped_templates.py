@@ -149,4 +149,3 @@ def test_system_prompt_through_a_template_without_tools() -> None:
     history = [System(system_prompt("/w")), User("hi")]
     text = render(history, [], template=SHIPPED / "chatml.jinja")
     assert text.startswith("<|im_start|>system\nYou are bosun, a coding agent working in")
-
