@@ -1,28 +1,20 @@
 """The `bosun` command. Thin: parse options, build objects, hand over.
 
-Every failure a user can cause ends in one line on stderr and a documented exit code
-(2 for usage errors); no traceback reaches the terminal unless BOSUN_DEBUG is set.
+`run`, `chat` and `selftest` live here; the read-only commands in agent/cli_info.py,
+`cache` and `contracts` in agent/cli_admin.py, the error policy in agent/cli_common.py.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated
 
 import typer
 
-try:  # typer >= 0.20 vendors click privately; older releases use click itself
-    from typer._click import exceptions as click_exc
-except ImportError:  # pragma: no cover
-    from click import exceptions as click_exc  # type: ignore[no-redef]
-
-from agent import __version__
-
-EXIT_USAGE = 2
+from agent import __version__, cli_admin, cli_info
+from agent.cli_common import EXIT_USAGE, BosunApp, ModelOpt, WorkspaceOpt, fail
 
 
 class Output(StrEnum):
@@ -59,40 +51,6 @@ NET_HELP = "Give the sandbox the network."
 GIT_HELP = "Let sandboxed commands write the workspace's .git/ (hooks, config)."
 
 
-class BosunApp(typer.Typer):
-    """Typer, with bosun's error policy applied around every command."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from agent.errors import DriverError, UsageError
-
-        try:
-            code = super().__call__(*args, standalone_mode=False, **kwargs)
-        except click_exc.NoArgsIsHelpError as exc:
-            sys.stderr.write((exc.ctx.get_help() if exc.ctx else "") + "\n")
-            code = EXIT_USAGE
-        except click_exc.UsageError as exc:
-            cmd = exc.ctx.command_path if exc.ctx else "bosun"
-            _fail(f"{exc.format_message()} (see '{cmd} --help')", EXIT_USAGE)
-        except click_exc.ClickException as exc:
-            _fail(exc.format_message(), 1)
-        except UsageError as exc:
-            _fail(str(exc), EXIT_USAGE)
-        except DriverError as exc:
-            _fail(str(exc), 1)
-        except (KeyboardInterrupt, typer.Abort):
-            _fail("interrupted", 130)
-        except Exception as exc:
-            if os.environ.get("BOSUN_DEBUG"):
-                raise
-            _fail(f"internal error: {type(exc).__name__}: {exc} (BOSUN_DEBUG=1 shows more)", 1)
-        sys.exit(code if isinstance(code, int) else 0)
-
-
-def _fail(message: str, code: int) -> NoReturn:
-    sys.stderr.write(f"bosun: error: {message}\n")
-    sys.exit(code)
-
-
 app = BosunApp(
     name="bosun",
     help="An agentic coding harness for local models.",
@@ -119,20 +77,6 @@ def main(
     """bosun drives GGUF models in process or any OpenAI-compatible server."""
 
 
-ModelOpt = Annotated[
-    str,
-    typer.Option(
-        "--model",
-        "-m",
-        help="GGUF path, bundled name (smollm2-135m), openai:URL#MODEL or scripted:FILE.jsonl.",
-    ),
-]
-WorkspaceOpt = Annotated[
-    Path | None,
-    typer.Option("--workspace", "-w", help="Folder the agent works in (default: current)."),
-]
-
-
 ABLATIONS = ("salvage", "retention")
 
 
@@ -141,7 +85,7 @@ def _ablations(value: str) -> frozenset[str]:
     names = frozenset(part.strip() for part in value.split(",") if part.strip())
     unknown = sorted(names - set(ABLATIONS))
     if unknown:
-        _fail(
+        fail(
             f"--ablate: unknown {', '.join(unknown)} (choose from {', '.join(ABLATIONS)})",
             EXIT_USAGE,
         )
@@ -215,7 +159,7 @@ def run(
     """
     ablations = _ablations(ablate)
     if tasks is not None and prompt is not None:
-        _fail("give a PROMPT or --tasks FILE, not both", EXIT_USAGE)
+        fail("give a PROMPT or --tasks FILE, not both", EXIT_USAGE)
     from agent.tools.sandbox import resolve_sandbox
 
     policy = resolve_sandbox(sandbox.value, allow_net=allow_net, allow_git_writes=allow_git_writes)
@@ -243,11 +187,11 @@ def run(
     from agent.headless import RunOptions, run_once
 
     if prompt is None:
-        _fail("give a PROMPT ('-' reads it from stdin) or --tasks FILE", EXIT_USAGE)
+        fail("give a PROMPT ('-' reads it from stdin) or --tasks FILE", EXIT_USAGE)
     if prompt == "-":
         prompt = sys.stdin.read()
     if not prompt.strip():
-        _fail("the prompt is empty", EXIT_USAGE)
+        fail("the prompt is empty", EXIT_USAGE)
     code = run_once(
         RunOptions(
             prompt=prompt,
@@ -333,160 +277,8 @@ def selftest(model: ModelOpt = "smollm2-135m") -> None:
     typer.echo(check(model))
 
 
-def _table(rows: list[dict[str, str]], columns: list[str]) -> None:
-    """A rich table on a terminal; tab-separated lines (with a header) in a pipe."""
-    if not sys.stdout.isatty():
-        for row in [dict(zip(columns, columns, strict=True)), *rows]:
-            sys.stdout.write("\t".join(row.get(c, "") for c in columns) + "\n")
-        return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(*columns, box=None, pad_edge=False)
-    for row in rows:
-        table.add_row(*(row.get(c, "") for c in columns))
-    Console(soft_wrap=True).print(table)
-
-
-@app.command()
-def models(
-    paths: Annotated[list[str] | None, typer.Argument(help="GGUF files to inspect too.")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
-) -> None:
-    """Bundled models, or each given GGUF's resolved profile: template, tool format,
-    reasoning markers, wire remap and every adaptation bosun makes, with its reason."""
-    from agent.listing import models_rows
-
-    rows = models_rows(paths or [])
-    if json_out:
-        for row in rows:
-            typer.echo(json.dumps(row, ensure_ascii=False))
-        return
-    if paths:
-        for row in rows:
-            width = max(map(len, row))
-            for key, value in row.items():
-                typer.echo(f"{key:<{width}}  {value}")
-            typer.echo("")
-        return
-    cols = ["model", "size", "template", "tool_format", "reasoning", "wire_remap", "path"]
-    _table(rows, cols)
-
-
-@app.command()
-def render(
-    model: ModelOpt = "smollm2-135m",
-    session: Annotated[str | None, typer.Option(help="Render this session's history.")] = None,
-    messages: Annotated[
-        Path | None, typer.Option(help="Render a JSON list of messages (history format).")
-    ] = None,
-) -> None:
-    """Print the exact prompt a model would be sent (wire form where it applies)."""
-    from agent.listing import render_command
-
-    sys.stdout.write(render_command(model, session, messages))
-
-
-sessions_app = typer.Typer(help="Past sessions (append-only JSONL files).", no_args_is_help=True)
-app.add_typer(sessions_app, name="sessions")
-
-
-@sessions_app.command("list")
-def sessions_list() -> None:
-    """List saved sessions, oldest first."""
-    from agent.listing import sessions_rows
-
-    _table(sessions_rows(), ["id", "model", "workspace", "prompt"])
-
-
-@sessions_app.command("show")
-def sessions_show(
-    session_id: Annotated[str, typer.Argument(help="Session id (or prefix).")],
-) -> None:
-    """Print a session's structured history as JSON lines."""
-    from agent.history import message_to_dict
-    from agent.listing import session_history
-
-    for message in session_history(session_id):
-        typer.echo(json.dumps(message_to_dict(message), ensure_ascii=False))
-
-
-cache_app = typer.Typer(
-    help="Saved prompt-prefix states: a new session loads its head instead of evaluating it.",
-    no_args_is_help=True,
-)
-app.add_typer(cache_app, name="cache")
-
-
-@cache_app.command("info")
-def cache_info(
-    json_out: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
-) -> None:
-    """Saved states, most recently used first: model, tokens, size, age; total vs cap."""
-    from agent.cache_command import info, text_rows
-
-    rows, total = info()
-    if json_out:
-        for row in rows:
-            typer.echo(json.dumps(row, ensure_ascii=False))
-        return
-    if rows:
-        _table(text_rows(rows), ["model", "tokens", "size", "saved", "used", "file"])
-    typer.echo(total)
-
-
-@cache_app.command("clear")
-def cache_clear() -> None:
-    """Delete every saved state (they are rebuilt as sessions run)."""
-    from agent.cache_command import clear_all
-
-    typer.echo(clear_all())
-
-
-contracts_app = typer.Typer(
-    help="Falsification contracts: every promise names the tests that would break it.",
-    no_args_is_help=True,
-)
-app.add_typer(contracts_app, name="contracts")
-
-ContractsPath = Annotated[
-    Path | None,
-    typer.Argument(help="A contracts folder or one .yaml file (default: bosun's contracts/)."),
-]
-ContractsJson = Annotated[bool, typer.Option("--json", help="One JSON document, for CI.")]
-
-
-@contracts_app.command("validate")
-def contracts_validate(path: ContractsPath = None, json_out: ContractsJson = False) -> None:
-    """Check contracts without running them: schema, ids, test nodes, mutation targets."""
-    from agent.contracts.cli import validate_command
-
-    raise typer.Exit(validate_command(path, json_out))
-
-
-@contracts_app.command("check")
-def contracts_check(
-    path: ContractsPath = None,
-    mutate: Annotated[
-        bool, typer.Option("--mutate", help="Also require each falsifier to fail under its mutant.")
-    ] = False,
-    json_out: ContractsJson = False,
-    jobs: Annotated[
-        int | None,
-        typer.Option("--jobs", "-j", min=1, help="Mutant runs at once (default: up to 4)."),
-    ] = None,
-) -> None:
-    """Run every falsifier; with --mutate, prove each one can fail."""
-    from agent.contracts.cli import check_command
-
-    raise typer.Exit(check_command(path, mutate, json_out, jobs))
-
-
-@contracts_app.command("new")
-def contracts_new(
-    name: Annotated[str, typer.Argument(help="Contract id, e.g. tool-budget-v1.")],
-) -> None:
-    """Scaffold contracts/NAME.yaml with a skeleton to fill in."""
-    from agent.contracts.cli import new_command
-
-    raise typer.Exit(new_command(name))
+app.command()(cli_info.models)
+app.command()(cli_info.render)
+app.add_typer(cli_info.sessions_app, name="sessions")
+app.add_typer(cli_admin.cache_app, name="cache")
+app.add_typer(cli_admin.contracts_app, name="contracts")

@@ -1,0 +1,89 @@
+"""The housekeeping sub-apps: `bosun cache` and `bosun contracts`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agent.cli_common import table
+
+cache_app = typer.Typer(
+    help="Saved prompt-prefix states: a new session loads its head instead of evaluating it.",
+    no_args_is_help=True,
+)
+
+
+@cache_app.command("info")
+def cache_info(
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+) -> None:
+    """Saved states, most recently used first: model, tokens, size, age; total vs cap."""
+    from agent.cache_command import info, text_rows
+
+    rows, total = info()
+    if json_out:
+        for row in rows:
+            typer.echo(json.dumps(row, ensure_ascii=False))
+        return
+    if rows:
+        table(text_rows(rows), ["model", "tokens", "size", "saved", "used", "file"])
+    typer.echo(total)
+
+
+@cache_app.command("clear")
+def cache_clear() -> None:
+    """Delete every saved state (they are rebuilt as sessions run)."""
+    from agent.cache_command import clear_all
+
+    typer.echo(clear_all())
+
+
+contracts_app = typer.Typer(
+    help="Falsification contracts: every promise names the tests that would break it.",
+    no_args_is_help=True,
+)
+
+ContractsPath = Annotated[
+    Path | None,
+    typer.Argument(help="A contracts folder or one .yaml file (default: bosun's contracts/)."),
+]
+ContractsJson = Annotated[bool, typer.Option("--json", help="One JSON document, for CI.")]
+
+
+@contracts_app.command("validate")
+def contracts_validate(path: ContractsPath = None, json_out: ContractsJson = False) -> None:
+    """Check contracts without running them: schema, ids, test nodes, mutation targets."""
+    from agent.contracts.cli import validate_command
+
+    raise typer.Exit(validate_command(path, json_out))
+
+
+@contracts_app.command("check")
+def contracts_check(
+    path: ContractsPath = None,
+    mutate: Annotated[
+        bool, typer.Option("--mutate", help="Also require each falsifier to fail under its mutant.")
+    ] = False,
+    json_out: ContractsJson = False,
+    jobs: Annotated[
+        int | None,
+        typer.Option("--jobs", "-j", min=1, help="Mutant runs at once (default: up to 4)."),
+    ] = None,
+) -> None:
+    """Run every falsifier; with --mutate, prove each one can fail."""
+    from agent.contracts.cli import check_command
+
+    raise typer.Exit(check_command(path, mutate, json_out, jobs))
+
+
+@contracts_app.command("new")
+def contracts_new(
+    name: Annotated[str, typer.Argument(help="Contract id, e.g. tool-budget-v1.")],
+) -> None:
+    """Scaffold contracts/NAME.yaml with a skeleton to fill in."""
+    from agent.contracts.cli import new_command
+
+    raise typer.Exit(new_command(name))
