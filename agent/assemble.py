@@ -24,7 +24,7 @@ from agent.permissions import Approver
 from agent.profile import ModelProfile, profile_for
 from agent.prompt import system_prompt
 from agent.runtime import Agent
-from agent.tools import default_registry
+from agent.tools import Tool, default_registry
 from agent.tools.confine import open_in_workspace
 from agent.tools.sandbox import SandboxPolicy
 from drivers import open_driver
@@ -68,10 +68,12 @@ def build_agent(
     context_size: int | None = None,
     compact_at: float | None = None,
     sandbox: SandboxPolicy | None = None,
+    extra_tools: Sequence[Tool] = (),
 ) -> Agent:
-    """An Agent with bosun's tools; `on_message` sees every message added (a session
-    file), `cancel` is shared where one Ctrl-C stops several agents (a batch)."""
-    tools = default_registry()
+    """An Agent with bosun's tools (and `extra_tools`, an MCP hub's); `on_message` sees
+    every message added (a session file), `cancel` is shared where one Ctrl-C stops
+    several agents (a batch)."""
+    tools = default_registry(extra_tools)
     agent = Agent(
         driver=driver,
         tools=tools,

@@ -14,7 +14,15 @@ from typing import Annotated
 import typer
 
 from agent import __version__, cli_admin, cli_info
-from agent.cli_common import EXIT_USAGE, BosunApp, ModelOpt, WorkspaceOpt, fail
+from agent.cli_common import (
+    EXIT_USAGE,
+    WORKSPACE_MCP_HELP,
+    BosunApp,
+    ModelOpt,
+    WorkspaceOpt,
+    fail,
+    mcp_servers,
+)
 
 
 class Output(StrEnum):
@@ -151,6 +159,9 @@ def run(
     sandbox: Annotated[Sandbox, typer.Option(help=SANDBOX_HELP)] = Sandbox.auto,
     allow_net: Annotated[bool, typer.Option("--allow-net", help=NET_HELP)] = False,
     allow_git_writes: Annotated[bool, typer.Option("--allow-git-writes", help=GIT_HELP)] = False,
+    allow_workspace_mcp: Annotated[
+        bool, typer.Option("--allow-workspace-mcp", help=WORKSPACE_MCP_HELP)
+    ] = False,
 ) -> None:
     """Run one task headless and exit: 0 done, 1 error, 2 usage, 3 budget/stuck, 130 ^C.
 
@@ -206,6 +217,8 @@ def run(
             context_size=context_size,
             ablate=ablations,
             sandbox=policy,
+            mcp_servers=mcp_servers(workspace),
+            allow_workspace_mcp=allow_workspace_mcp,
         )
     )
     raise typer.Exit(code)
@@ -282,3 +295,4 @@ app.command()(cli_info.render)
 app.add_typer(cli_info.sessions_app, name="sessions")
 app.add_typer(cli_admin.cache_app, name="cache")
 app.add_typer(cli_admin.contracts_app, name="contracts")
+app.add_typer(cli_admin.mcp_app, name="mcp")

@@ -1,4 +1,4 @@
-"""The housekeeping sub-apps: `bosun cache` and `bosun contracts`."""
+"""The housekeeping sub-apps: `bosun cache`, `bosun contracts` and `bosun mcp`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from agent.cli_common import table
+from agent.cli_common import WORKSPACE_MCP_HELP, WorkspaceOpt, mcp_servers, table
 
 cache_app = typer.Typer(
     help="Saved prompt-prefix states: a new session loads its head instead of evaluating it.",
@@ -87,3 +87,38 @@ def contracts_new(
     from agent.contracts.cli import new_command
 
     raise typer.Exit(new_command(name))
+
+
+mcp_app = typer.Typer(
+    help="MCP servers: their tools join bosun's ([mcp_servers.NAME] in config, .mcp.json).",
+    no_args_is_help=True,
+)
+
+
+@mcp_app.command("list")
+def mcp_list(
+    workspace: WorkspaceOpt = None,
+    allow_workspace_mcp: Annotated[
+        bool, typer.Option("--allow-workspace-mcp", help=WORKSPACE_MCP_HELP)
+    ] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+) -> None:
+    """Start the configured servers, list each one's status and tools, stop them."""
+    from agent.mcp.listing import list_servers
+
+    root = (workspace if workspace is not None else Path.cwd()).resolve()
+    rows = list_servers(mcp_servers(root), root, allow_workspace_mcp)
+    if json_out:
+        for row in rows:
+            typer.echo(json.dumps(row, ensure_ascii=False))
+        return
+    if not rows:
+        typer.echo("no MCP servers configured ([mcp_servers.NAME] in config.toml, or .mcp.json)")
+        return
+    table(
+        [
+            {k: str(v) if not isinstance(v, list) else ", ".join(v) for k, v in r.items()}
+            for r in rows
+        ],
+        ["server", "from", "status", "tools", "note"],
+    )

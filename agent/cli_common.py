@@ -69,6 +69,17 @@ WorkspaceOpt = Annotated[
 ]
 
 
+WORKSPACE_MCP_HELP = "Start MCP servers the workspace names (.mcp.json, .bosun.toml) unapproved."
+
+
+def mcp_servers(workspace: Path | None) -> tuple[Any, ...]:
+    """The MCP servers the config files name for this workspace (agent.mcp.servers)."""
+    from agent.config import load_config
+
+    root = workspace if workspace is not None else Path.cwd()
+    return load_config(root if root.is_dir() else None).mcp_servers
+
+
 def table(rows: list[dict[str, str]], columns: list[str]) -> None:
     """A rich table on a terminal; tab-separated lines (with a header) in a pipe."""
     if not sys.stdout.isatty():

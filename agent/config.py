@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agent.errors import UsageError
+from agent.mcp.servers import Origin, ServerSpec, merge, parse_servers, read_mcp_json
 from agent.permissions import APPROVE_MODES
 from agent.session import bosun_home
 from agent.tools.sandbox import SANDBOX_MODES
@@ -44,13 +45,15 @@ class Config:
     allow_net: bool = False  # the sandbox's network
     allow_git_writes: bool = False  # the workspace's .git/ writable in the sandbox
     sandbox_read: tuple[str, ...] = ()  # hidden folders shown read-only (user file only)
+    # [mcp_servers.NAME] of both files and the workspace's .mcp.json (agent.mcp.servers)
+    mcp_servers: tuple[ServerSpec, ...] = ()
 
 
 def user_config_path() -> Path:
     return bosun_home() / "config.toml"
 
 
-def _read(path: Path) -> str:
+def read_config_file(path: Path) -> str:
     """A config file's text: a regular file (a FIFO is not waited on) of at most
     MAX_CONFIG_BYTES, so a file planted in a repository cannot hang or bloat a start."""
     try:
@@ -74,9 +77,9 @@ def _read(path: Path) -> str:
         raise UsageError(f"{path} is not valid UTF-8: {exc.reason} at byte {exc.start}") from None
 
 
-def _parse(path: Path) -> dict[str, Any]:
+def _parse(path: Path, origin: Origin = "user") -> dict[str, Any]:
     """The settings in one file, checked, with errors that name the file and the key."""
-    text = _read(path)
+    text = read_config_file(path)
     try:
         check_depth(text)  # tomllib recurses once per nested array or table
         data = tomllib.loads(text)
@@ -114,6 +117,8 @@ def _parse(path: Path) -> dict[str, Any]:
             ):
                 raise UsageError(f"{where} must be a list of absolute folder paths")
             value = tuple(value)
+        if key == "mcp_servers":
+            value = parse_servers(value, str(path), origin)
         out[key] = value
     return out
 
@@ -125,8 +130,10 @@ def load_config(workspace: Path | None = None, *, user_file: Path | None = None)
     if user.is_file():
         config = replace(config, **_parse(user))
     local = workspace / WORKSPACE_FILE if workspace is not None else None
+    servers = config.mcp_servers
     if local is not None and (local.exists() or local.is_symlink()):
-        settings = _parse(local)
+        settings = _parse(local, "workspace")
+        servers = merge(servers, settings.pop("mcp_servers", ()), warn=_warn)
         model = settings.get("model")
         if model is not None and not _model_a_workspace_may_choose(model):
             sys.stderr.write(
@@ -149,7 +156,13 @@ def load_config(workspace: Path | None = None, *, user_file: Path | None = None)
                 f" may only make the sandbox stricter (set it in {user} or pass a flag)\n"
             )
         config = replace(config, **settings)
-    return config
+    if workspace is not None:
+        servers = merge(servers, read_mcp_json(workspace, read_config_file), warn=_warn)
+    return replace(config, mcp_servers=servers)
+
+
+def _warn(line: str) -> None:
+    sys.stderr.write(f"bosun: {line}\n")
 
 
 def _looser_sandbox(settings: dict[str, Any], config: Config) -> list[str]:

@@ -14,12 +14,17 @@ from agent.assemble import build_agent, open_model, start_session
 from agent.budget import Budget
 from agent.errors import SessionWriteError, UsageError
 from agent.history import ToolCall
+from agent.mcp.hub import Hub
+from agent.mcp.servers import ServerSpec
+from agent.mcp.session import start_hub
 from agent.output import JsonlPrinter, TextPrinter
 from agent.permissions import Approval, Approver
+from agent.profile import ModelProfile
 from agent.session import SessionLog, new_session_id
-from agent.tools import Tool, ToolContext, ToolRegistry
+from agent.tools import BUILTIN, Tool, ToolContext, ToolRegistry
 from agent.tools.sandbox import SandboxPolicy
 from agent.untrusted import json_line, visible
+from drivers.base import Driver
 
 EXIT_CODES = {"done": 0, "error": 1, "max_turns": 3, "stuck": 3, "interrupted": 130}
 
@@ -38,6 +43,8 @@ class RunOptions:
     context_size: int | None = None  # None: the model's own (a server's: no budget)
     ablate: frozenset[str] = frozenset()
     sandbox: SandboxPolicy | None = None  # bash in bubblewrap (the CLI resolves --sandbox)
+    mcp_servers: tuple[ServerSpec, ...] = ()  # from the config files (agent.config)
+    allow_workspace_mcp: bool = False  # start servers the workspace names, unapproved
 
 
 def check_workspace(path: Path) -> Path:
@@ -102,6 +109,29 @@ def run_once(opts: RunOptions) -> int:
     )
     with loading(opts.model):
         driver, profile = open_model(opts.model, api=opts.api, context_size=opts.context_size)
+    hub = start_hub(
+        opts.mcp_servers,
+        workspace,
+        allow_workspace=opts.allow_workspace_mcp,
+        reserved=(t.name for t in BUILTIN),
+    )
+    try:
+        return _run(opts, workspace, driver, profile, printer, trace, hub)
+    finally:
+        if hub is not None:
+            hub.close()
+        driver.close()
+
+
+def _run(
+    opts: RunOptions,
+    workspace: Path,
+    driver: Driver,
+    profile: ModelProfile,
+    printer: Callable[[ev.AgentEvent], None],
+    trace: Callable[[dict[str, Any]], None] | None,
+    hub: Hub | None,
+) -> int:
     session = SessionLog(new_session_id())
 
     def emit(event: ev.AgentEvent) -> None:
@@ -121,6 +151,7 @@ def run_once(opts: RunOptions) -> int:
         ablate=opts.ablate,
         context_size=opts.context_size,
         sandbox=opts.sandbox,
+        extra_tools=hub.tools() if hub is not None else (),
     )
     if sys.stdin.isatty() and sys.stderr.isatty():
         agent.approver = terminal_approver(agent.tools, workspace)
@@ -135,5 +166,4 @@ def run_once(opts: RunOptions) -> int:
                 result = agent.run(opts.prompt)
     finally:
         session.close()
-        driver.close()
     return EXIT_CODES.get(result.status, 1)

@@ -60,11 +60,14 @@ def decision(
 ) -> Literal["allow", "ask", "deny"]:
     """What the approval mode says about a tool of this kind. In auto-edit, bash runs
     unasked only in the sandbox, where a command can change nothing but the workspace
-    (and not its .git/), which auto-edit lets the file tools change anyway."""
+    (and not its .git/), which auto-edit lets the file tools change anyway. An MCP tool
+    asks in every mode but auto unless its server is trusted in the user's config."""
     if kind == "read" or mode == "auto":
         return "allow"
     if mode == "read-only":
-        return "deny"
+        return "deny"  # an MCP tool too: nothing says what it changes
+    if kind == "mcp-trusted":
+        return "allow"
     if mode == "auto-edit" and (kind == "write" or (kind == "shell" and sandboxed)):
         return "allow"
     return "ask"
@@ -72,6 +75,11 @@ def decision(
 
 def how_to_allow(mode: str, kind: ToolKind) -> str:
     """What the user can do about a call that needed approval where nobody can give it."""
+    if kind == "mcp":
+        return (
+            "MCP tools ask unless their server has trusted = true in the user's config.toml;"
+            " the user can set that or rerun with --approve auto"
+        )
     if mode == "auto-edit" and kind == "shell":
         return (
             "in auto-edit mode bash runs unasked only inside the sandbox, which is off here;"

@@ -23,7 +23,9 @@ from agent.history import ToolCall, ToolResult
 if TYPE_CHECKING:
     from agent.tools.sandbox import SandboxPolicy
 
-ToolKind = Literal["read", "write", "shell"]
+# "mcp": a tool of an MCP server, which may do anything; "mcp-trusted": one of a server
+# the user's own config marked `trusted`.
+ToolKind = Literal["read", "write", "shell", "mcp", "mcp-trusted"]
 
 
 @dataclass(frozen=True)

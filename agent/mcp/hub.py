@@ -1,0 +1,366 @@
+"""The running MCP servers of one bosun process, behind a synchronous face.
+
+The SDK is asyncio; bosun's loop is not. The hub owns one event loop on a thread of its
+own, and every server lives in one task there (the SDK's client must be entered and left
+by the same task). The agent's thread submits calls and waits on them. Servers start in
+parallel, each within its start-up timeout; one that fails is reported and its tools are
+absent. A server that dies mid-call gives that call an error result and is restarted
+once. `close` ends every server process (the SDK closes stdin, then signals the
+process group); `atexit` calls it too, so no path out of bosun leaves a server behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import contextlib
+import logging
+import sys
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from agent.mcp.servers import ServerSpec
+from agent.mcp.tools import (
+    description,
+    input_schema,
+    result_text,
+    schema_problem,
+    tool_name,
+)
+from agent.tools.registry import Tool, ToolContext, ToolError
+
+MAX_PAGES = 20  # of a tools/list answer
+STOP_GRACE = 8.0  # seconds close() waits for the SDK's own escalation (stdin, TERM, KILL)
+
+
+@dataclass
+class ServerState:
+    """What `bosun mcp list` and `/mcp` show of one server."""
+
+    spec: ServerSpec
+    status: str = "starting"  # running | failed | stopped | disabled | not approved
+    error: str = ""
+    tools: dict[str, str] = field(default_factory=dict)  # bosun name -> the server's name
+    skipped: list[str] = field(default_factory=list)  # "tool: why it was left out"
+    restarts: int = 0
+
+
+@dataclass
+class _Conn:
+    state: ServerState
+    log: TextIO | None = None
+    client: Any = None
+    task: asyncio.Task[None] | None = None
+    stop: asyncio.Event | None = None
+    listing: list[Any] = field(default_factory=list)
+
+
+def _message(exc: BaseException) -> str:
+    """The first real cause of a failure, in one line (task groups wrap them)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, FileNotFoundError):
+        return f"command not found: {exc.filename or exc}"
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) < 300 else text[:297] + "…"
+
+
+class Hub:
+    def __init__(self, workspace: Path, log_dir: Path | None = None) -> None:
+        self.workspace = workspace
+        self.log_dir = log_dir
+        self._conns: dict[str, _Conn] = {}
+        self._route: dict[str, tuple[_Conn, str]] = {}
+        quiet_sdk_logs()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="mcp", daemon=True)
+        self._thread.start()
+        self._closed = False
+        self._ending: set[asyncio.Task[None]] = set()
+        self._lock = threading.Lock()
+        atexit.register(self.close)
+
+    # ---- the synchronous face -------------------------------------------------
+
+    def start(
+        self,
+        specs: Sequence[ServerSpec],
+        skipped: Sequence[ServerState] = (),
+        reserved: Iterable[str] = (),
+    ) -> None:
+        """Start every server at once; returns when each is up or has failed. `skipped`
+        are servers not started (disabled, not approved), listed for `/mcp`; tool names
+        avoid `reserved` (bosun's own tools)."""
+        for state in skipped:
+            self._conns[state.spec.name] = _Conn(state)
+        conns = [_Conn(ServerState(spec)) for spec in specs]
+        for conn in conns:
+            self._conns[conn.state.spec.name] = conn
+        self._run(self._start_all(conns), timeout=None)
+        taken = set(reserved)
+        for conn in conns:
+            self._name_tools(conn, taken)
+
+    def states(self) -> list[ServerState]:
+        return [conn.state for conn in self._conns.values()]
+
+    def tools(self) -> list[Tool]:
+        """Every running server's usable tools, as bosun tools that call through the hub."""
+        out = []
+        for name, (conn, remote) in self._route.items():
+            listed = next(t for t in conn.listing if t.name == remote)
+            kind = "mcp-trusted" if conn.state.spec.trusted else "mcp"
+            out.append(
+                Tool(
+                    name,
+                    description(listed.description, conn.state.spec.name),
+                    input_schema(listed.input_schema),
+                    self._caller(name),
+                    kind,  # type: ignore[arg-type]
+                )
+            )
+        return out
+
+    def call(self, name: str, arguments: dict[str, Any]) -> str:
+        """Run one call; its result text, or a ToolError the model gets as an error
+        result (the server said isError, timed out, or died)."""
+        conn, remote = self._route[name]
+        spec = conn.state.spec
+        if conn.state.status != "running" and not self._restart(conn):
+            raise ToolError(f"the MCP server {spec.name} is not running: {conn.state.error}")
+        future = asyncio.run_coroutine_threadsafe(self._call(conn, remote, arguments), self._loop)
+        try:
+            text, is_error, crashed = self._wait(future)
+        except KeyboardInterrupt:
+            future.cancel()
+            raise
+        if crashed:
+            if conn.state.restarts >= 1:
+                note = "it was restarted once already, so its tools are off for this session"
+            elif self._restart(conn):
+                note = "it was restarted"
+            else:
+                note = f"restarting it failed: {conn.state.error}"
+            raise ToolError(f"the MCP server {spec.name} stopped during this call ({text}); {note}")
+        if is_error:
+            raise ToolError(text or f"{name} failed")
+        return text
+
+    def close(self) -> None:
+        """Stop every server and the loop; safe to call twice, from any path out."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        atexit.unregister(self.close)
+        with contextlib.suppress(TimeoutError, concurrent.futures.TimeoutError, RuntimeError):
+            self._run(self._stop_all(), timeout=STOP_GRACE)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=2)
+        for conn in self._conns.values():
+            if conn.log is not None:
+                conn.log.close()
+
+    # ---- inside the loop ------------------------------------------------------
+
+    def _run(self, coro: Any, timeout: float | None) -> Any:
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        return self._wait(future, timeout)
+
+    @staticmethod
+    def _wait(future: concurrent.futures.Future[Any], timeout: float | None = None) -> Any:
+        """Wait in short slices, so Ctrl-C reaches this thread between them."""
+        waited = 0.0
+        while True:
+            try:
+                return future.result(timeout=0.2)
+            except concurrent.futures.TimeoutError:
+                waited += 0.2
+                if timeout is not None and waited >= timeout:
+                    future.cancel()
+                    raise
+
+    async def _start_all(self, conns: list[_Conn]) -> None:
+        await asyncio.gather(*(self._open(conn) for conn in conns))
+
+    async def _open(self, conn: _Conn) -> None:
+        spec = conn.state.spec
+        conn.state.status = "starting"
+        ready: asyncio.Future[None] = self._loop.create_future()
+        conn.stop = asyncio.Event()
+        conn.task = self._loop.create_task(self._serve(conn, ready))
+        ready.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved
+        try:
+            await asyncio.wait_for(asyncio.shield(ready), spec.startup_timeout)
+            conn.state.status, conn.state.error = "running", ""
+        except TimeoutError:
+            conn.state.status = "failed"
+            conn.state.error = f"did not start within {spec.startup_timeout:g} s"
+            # ended in the background (the SDK gives it seconds to go); close() waits
+            self._ending.add(self._loop.create_task(self._end(conn)))
+        except BaseException as exc:  # the server's failure, not bosun's
+            conn.state.status, conn.state.error = "failed", self._why(conn, exc)
+            await self._end(conn)
+
+    def _why(self, conn: _Conn, exc: BaseException) -> str:
+        """The failure, with the last line the server wrote to stderr where there is one."""
+        text = _message(exc)
+        if conn.log is not None:
+            try:
+                lines = Path(conn.log.name).read_text(errors="replace").splitlines()
+            except OSError:
+                lines = []
+            last = next((line.strip() for line in reversed(lines) if line.strip()), "")
+            if last and last not in text:
+                text = f"{text}; it said: {last[:200]}"
+        return text
+
+    async def _serve(self, conn: _Conn, ready: asyncio.Future[None]) -> None:
+        from mcp import Client, StdioServerParameters
+
+        spec = conn.state.spec
+        target: Any
+        if spec.url is not None:
+            target = spec.url
+        else:
+            cwd = self.workspace / spec.cwd if spec.cwd else self.workspace
+            target = StdioServerParameters(
+                command=spec.command or "", args=list(spec.args), env=dict(spec.env), cwd=cwd
+            )
+        try:
+            errlog = self._log(conn)
+            if spec.url is None:
+                from mcp.client.stdio import stdio_client
+
+                transport: Any = stdio_client(target, errlog=errlog)
+                client = Client(transport)
+            else:
+                client = Client(target)
+            async with client:
+                listing: list[Any] = []
+                cursor = None
+                for _ in range(MAX_PAGES):
+                    page = await client.list_tools(cursor=cursor)
+                    listing += page.tools
+                    cursor = page.next_cursor
+                    if not cursor:
+                        break
+                conn.client, conn.listing = client, listing
+                ready.set_result(None)
+                assert conn.stop is not None
+                await conn.stop.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+        finally:
+            conn.client = None
+            if conn.state.status == "running":
+                conn.state.status = "stopped"
+
+    def _log(self, conn: _Conn) -> TextIO:
+        """Where a server's stderr goes: a log file (never the user's terminal)."""
+        if conn.log is None:
+            if self.log_dir is None:
+                conn.log = open("/dev/null", "w")  # noqa: SIM115 - closed in close()
+            else:
+                self.log_dir.mkdir(parents=True, exist_ok=True)
+                path = self.log_dir / f"mcp-{conn.state.spec.name}.log"
+                conn.log = path.open("w", encoding="utf-8", errors="replace")
+        return conn.log
+
+    async def _end(self, conn: _Conn) -> None:
+        """Stop one server: let its task leave the client (the SDK then ends the
+        process); one still starting is cancelled, which ends the process as well."""
+        if conn.stop is not None:
+            conn.stop.set()
+        if conn.task is not None and conn.client is None:
+            conn.task.cancel()
+        if conn.task is not None and not conn.task.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(conn.task), STOP_GRACE - 1)
+            except BaseException:
+                conn.task.cancel()
+                await asyncio.gather(conn.task, return_exceptions=True)
+
+    async def _stop_all(self) -> None:
+        await asyncio.gather(*self._ending, *(self._end(conn) for conn in self._conns.values()))
+        for conn in self._conns.values():
+            if conn.state.status in ("running", "starting"):
+                conn.state.status = "stopped"
+
+    async def _call(self, conn: _Conn, remote: str, arguments: dict[str, Any]) -> Any:
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED
+
+        spec = conn.state.spec
+        client = conn.client
+        if client is None:
+            return "the server is not running", True, True
+        try:
+            result = await asyncio.wait_for(
+                client.call_tool(remote, arguments), timeout=spec.tool_timeout
+            )
+        except TimeoutError:
+            return f"{remote} did not answer within {spec.tool_timeout:g} s", True, False
+        except MCPError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                conn.state.status, conn.state.error = "failed", "the connection closed"
+                return "the connection closed", True, True
+            return f"the server refused the call: {_message(exc)}", True, False
+        except Exception as exc:  # a malformed answer: the server's fault, the model's result
+            return f"the server's answer could not be read: {_message(exc)}", True, False
+        text = result_text(result.content, result.structured_content)
+        return text, bool(result.is_error), False
+
+    # ---- restarts and names ----------------------------------------------------
+
+    def _restart(self, conn: _Conn) -> bool:
+        """One restart per server and session; True when it is running again."""
+        if conn.state.restarts >= 1 or self._closed:
+            return False
+        conn.state.restarts += 1
+
+        async def again() -> None:
+            await self._end(conn)
+            await self._open(conn)
+
+        self._run(again(), timeout=None)
+        return conn.state.status == "running"
+
+    def _name_tools(self, conn: _Conn, taken: set[str]) -> None:
+        if conn.state.status != "running":
+            return
+        spec = conn.state.spec
+        for listed in conn.listing:
+            problem = schema_problem(listed.input_schema)
+            if problem is not None:
+                conn.state.skipped.append(f"{listed.name}: {problem}")
+                continue
+            name = tool_name(spec.name, listed.name, taken)
+            conn.state.tools[name] = listed.name
+            self._route[name] = (conn, listed.name)
+
+    def _caller(self, name: str) -> Callable[..., str]:
+        def run(_ctx: ToolContext, **arguments: Any) -> str:
+            return self.call(name, arguments)
+
+        return run
+
+
+def quiet_sdk_logs() -> None:
+    """The SDK logs a server's misbehaviour with tracebacks; bosun reports it in one
+    line instead, so its records stop here rather than reaching the terminal."""
+    for name in ("mcp", "mcp_types", "httpx", "httpx2"):
+        logger = logging.getLogger(name)
+        logger.addHandler(logging.NullHandler())
+        logger.propagate = False
+
+
+def warn(line: str) -> None:
+    sys.stderr.write(f"bosun: {line}\n")

@@ -1,0 +1,101 @@
+"""A small MCP server, written with the official SDK, that misbehaves on request.
+
+Run as `python fault_server.py [--slow-start S] [--hang-start] [--crash-start]`. Its
+tools: `echo`, `pid` (its own process id, for orphan checks), `hang` (never answers),
+`crash` (exits mid-call), `huge` (a result of N characters), `fail` (an isError result),
+`image` (non-text content), and `bad` whose input schema is not a valid JSON Schema.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from typing import Any
+
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.stdio import stdio_server
+
+TOOLS = [
+    types.Tool(
+        name="echo",
+        description="Say the text back.",
+        input_schema={
+            "type": "object",
+            "properties": {"text": {"type": "string"}},
+            "required": ["text"],
+        },
+    ),
+    types.Tool(name="pid", description="This server's process id.", input_schema={"type": "object"}),
+    types.Tool(name="hang", description="Never answers.", input_schema={"type": "object"}),
+    types.Tool(name="crash", description="Exits in the middle of the call.", input_schema={"type": "object"}),
+    types.Tool(
+        name="huge",
+        description="A result of `size` characters.",
+        input_schema={
+            "type": "object",
+            "properties": {"size": {"type": "integer"}},
+            "required": ["size"],
+        },
+    ),
+    types.Tool(name="fail", description="Reports an error.", input_schema={"type": "object"}),
+    types.Tool(name="image", description="Returns a picture.", input_schema={"type": "object"}),
+    types.Tool(
+        name="bad",
+        description="Declares a schema that is not one.",
+        input_schema={"type": "object", "properties": {"x": {"type": "no-such-type"}}},
+    ),
+]
+
+
+def _text(text: str, *, error: bool = False) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=error)
+
+
+async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+    return types.ListToolsResult(tools=TOOLS)
+
+
+async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    args = params.arguments or {}
+    if params.name == "echo":
+        return _text(str(args.get("text", "")))
+    if params.name == "pid":
+        return _text(str(os.getpid()))
+    if params.name == "hang":
+        await asyncio.sleep(3600)
+    if params.name == "crash":
+        os._exit(3)
+    if params.name == "huge":
+        return _text("x" * int(args.get("size", 0)))
+    if params.name == "fail":
+        return _text("the thing failed", error=True)
+    if params.name == "image":
+        return types.CallToolResult(
+            content=[types.ImageContent(type="image", data="iVBORw0KGgo=", mime_type="image/png")]
+        )
+    return _text(f"unknown tool {params.name}", error=True)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--slow-start", type=float, default=0.0)
+    parser.add_argument("--hang-start", action="store_true")
+    parser.add_argument("--crash-start", action="store_true")
+    opts = parser.parse_args()
+    if opts.crash_start:
+        sys.stderr.write("fault server: failing on purpose\n")
+        sys.exit(1)
+    time.sleep(opts.slow_start)
+    if opts.hang_start:
+        time.sleep(3600)
+    server = Server("fault", on_list_tools=list_tools, on_call_tool=call_tool)
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
