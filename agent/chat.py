@@ -7,7 +7,7 @@ tests can drive whole conversations (resume, interrupts, model switches) in proc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,8 @@ from agent.config import Config
 from agent.constraint import constraint_for
 from agent.errors import UsageError
 from agent.history import Message, ToolCall, ToolResult
+from agent.mcp.hub import warn
+from agent.mcp.session import Ask, begin_hub, finish_hub
 from agent.permissions import Approver
 from agent.runtime import INTERRUPTED_CALL
 from agent.session import (
@@ -28,6 +30,7 @@ from agent.session import (
     new_session_id,
     unanswered_calls,
 )
+from agent.tools import BUILTIN
 from agent.tools.sandbox import SandboxPolicy
 from drivers.base import Driver, Usage
 
@@ -73,7 +76,13 @@ class ChatSession:
         emit: ev.Emit,
         approver: Approver | None,
         sandbox: SandboxPolicy | None = None,
+        *,
+        ask_server: Ask | None = None,
+        allow_workspace_mcp: bool = False,
+        report: Callable[[str], None] = warn,
     ) -> None:
+        """`ask_server` is asked once about each MCP server the workspace names
+        (agent.mcp.session); `report` gets a line for each server that did not start."""
         self.config = config
         self.workspace = workspace
         self.sandbox = sandbox  # what `/sandbox on` restores
@@ -81,7 +90,21 @@ class ChatSession:
         self._ui_emit = emit
         self.last_prompt: str | None = None  # the exact bytes last sent (`/render`)
         self.log: SessionLog | None = None
-        driver, self.profile = open_model(config.model, context_size=config.context_size)
+        self.hub = begin_hub(
+            config.mcp_servers,
+            workspace,
+            allow_workspace=allow_workspace_mcp,
+            ask=ask_server,
+            reserved=(t.name for t in BUILTIN),
+        )
+        try:
+            driver, self.profile = open_model(config.model, context_size=config.context_size)
+            if self.hub is not None:
+                finish_hub(self.hub, report)
+        except BaseException:
+            if self.hub is not None:
+                self.hub.close()
+            raise
         self.agent = build_agent(
             driver,
             self.profile,
@@ -96,6 +119,7 @@ class ChatSession:
             context_size=config.context_size,
             compact_at=config.compact_at,
             sandbox=sandbox,
+            extra_tools=self.hub.tools() if self.hub is not None else (),
         )
         self.tools = self.agent.tools
 
@@ -217,4 +241,8 @@ class ChatSession:
 
     def close(self) -> None:
         self._close_log()
-        self.driver.close()
+        try:
+            self.driver.close()
+        finally:
+            if self.hub is not None:
+                self.hub.close()

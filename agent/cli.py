@@ -262,6 +262,9 @@ def chat(
     allow_git_writes: Annotated[
         bool | None, typer.Option("--allow-git-writes", help=GIT_HELP)
     ] = None,
+    allow_workspace_mcp: Annotated[
+        bool, typer.Option("--allow-workspace-mcp", help=WORKSPACE_MCP_HELP)
+    ] = False,
 ) -> None:
     """Talk to the agent in a terminal: streamed answers, tool calls, diffs, approvals."""
     from agent.ui.app import chat_command
@@ -278,6 +281,7 @@ def chat(
         sandbox=sandbox.value if sandbox is not None else None,
         allow_net=allow_net,
         allow_git_writes=allow_git_writes,
+        allow_workspace_mcp=allow_workspace_mcp,
     )
     raise typer.Exit(code)
 

@@ -16,7 +16,7 @@ from agent.errors import SessionWriteError, UsageError
 from agent.history import ToolCall
 from agent.mcp.hub import Hub
 from agent.mcp.servers import ServerSpec
-from agent.mcp.session import start_hub
+from agent.mcp.session import begin_hub, finish_hub
 from agent.output import JsonlPrinter, TextPrinter
 from agent.permissions import Approval, Approver
 from agent.profile import ModelProfile
@@ -107,20 +107,24 @@ def run_once(opts: RunOptions) -> int:
     printer: Callable[[ev.AgentEvent], None] = (
         JsonlPrinter() if opts.output == "jsonl" else TextPrinter()
     )
-    with loading(opts.model):
-        driver, profile = open_model(opts.model, api=opts.api, context_size=opts.context_size)
-    hub = start_hub(
+    hub = begin_hub(
         opts.mcp_servers,
         workspace,
         allow_workspace=opts.allow_workspace_mcp,
         reserved=(t.name for t in BUILTIN),
     )
     try:
-        return _run(opts, workspace, driver, profile, printer, trace, hub)
+        with loading(opts.model):
+            driver, profile = open_model(opts.model, api=opts.api, context_size=opts.context_size)
+        try:
+            if hub is not None:
+                finish_hub(hub)
+            return _run(opts, workspace, driver, profile, printer, trace, hub)
+        finally:
+            driver.close()
     finally:
         if hub is not None:
             hub.close()
-        driver.close()
 
 
 def _run(

@@ -55,6 +55,7 @@ class _Conn:
     log: TextIO | None = None
     client: Any = None
     task: asyncio.Task[None] | None = None
+    scope: Any = None  # the anyio cancel scope its task runs in
     stop: asyncio.Event | None = None
     listing: list[Any] = field(default_factory=list)
 
@@ -81,6 +82,7 @@ class Hub:
         self._thread.start()
         self._closed = False
         self._ending: set[asyncio.Task[None]] = set()
+        self._starting: tuple[concurrent.futures.Future[None], list[_Conn], set[str]] | None = None
         self._lock = threading.Lock()
         atexit.register(self.close)
 
@@ -92,24 +94,47 @@ class Hub:
         skipped: Sequence[ServerState] = (),
         reserved: Iterable[str] = (),
     ) -> None:
-        """Start every server at once; returns when each is up or has failed. `skipped`
-        are servers not started (disabled, not approved), listed for `/mcp`; tool names
-        avoid `reserved` (bosun's own tools)."""
+        """Start every server at once; returns when each is up or has failed."""
+        self.begin(specs, skipped, reserved)
+        self.ready()
+
+    def begin(
+        self,
+        specs: Sequence[ServerSpec],
+        skipped: Sequence[ServerState] = (),
+        reserved: Iterable[str] = (),
+    ) -> None:
+        """Start every server at once and return (a model can load meanwhile); `ready`
+        waits for them. `skipped` are servers not started (disabled, not approved),
+        listed for `/mcp`; tool names avoid `reserved` (bosun's own tools)."""
         for state in skipped:
             self._conns[state.spec.name] = _Conn(state)
         conns = [_Conn(ServerState(spec)) for spec in specs]
         for conn in conns:
             self._conns[conn.state.spec.name] = conn
-        self._run(self._start_all(conns), timeout=None)
-        taken = set(reserved)
+        self._starting = (
+            asyncio.run_coroutine_threadsafe(self._start_all(conns), self._loop),
+            conns,
+            set(reserved),
+        )
+
+    def ready(self) -> None:
+        """Wait until every server began is up or has failed; name their tools."""
+        if self._starting is None:
+            return
+        future, conns, taken = self._starting
+        self._wait(future)
+        self._starting = None
         for conn in conns:
             self._name_tools(conn, taken)
 
     def states(self) -> list[ServerState]:
+        self.ready()
         return [conn.state for conn in self._conns.values()]
 
     def tools(self) -> list[Tool]:
         """Every running server's usable tools, as bosun tools that call through the hub."""
+        self.ready()
         out = []
         for name, (conn, remote) in self._route.items():
             listed = next(t for t in conn.listing if t.name == remote)
@@ -220,6 +245,18 @@ class Hub:
         return text
 
     async def _serve(self, conn: _Conn, ready: asyncio.Future[None]) -> None:
+        try:
+            import anyio
+
+            with anyio.CancelScope() as conn.scope:
+                await self._session(conn, ready)
+        except BaseException as exc:  # reported through `ready`, never lost in the loop
+            if not ready.done():
+                ready.set_exception(exc)
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+
+    async def _session(self, conn: _Conn, ready: asyncio.Future[None]) -> None:
         from mcp import Client, StdioServerParameters
 
         spec = conn.state.spec
@@ -279,14 +316,17 @@ class Hub:
         process); one still starting is cancelled, which ends the process as well."""
         if conn.stop is not None:
             conn.stop.set()
-        if conn.task is not None and conn.client is None:
-            conn.task.cancel()
-        if conn.task is not None and not conn.task.done():
-            try:
-                await asyncio.wait_for(asyncio.shield(conn.task), STOP_GRACE - 1)
-            except BaseException:
+        if conn.task is None or conn.task.done():
+            return
+        if conn.client is None:
+            # An anyio cancel, never task.cancel(): asyncio's own cancel pierces the SDK's
+            # shielded shutdown and would leave the process running.
+            if conn.scope is not None:
+                conn.scope.cancel()
+            else:  # not begun yet: nothing to shut down
                 conn.task.cancel()
-                await asyncio.gather(conn.task, return_exceptions=True)
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(asyncio.shield(conn.task), STOP_GRACE - 1)
 
     async def _stop_all(self) -> None:
         await asyncio.gather(*self._ending, *(self._end(conn) for conn in self._conns.values()))

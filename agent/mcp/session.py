@@ -59,14 +59,36 @@ def start_hub(
     reserved: Iterable[str] = (),
     report: Callable[[str], None] = warn,
 ) -> Hub | None:
-    """Start the session's servers (None when none are configured); each one that did
-    not start is reported through `report` in one line."""
+    """Start the session's servers (None when none are configured) and wait for them;
+    each one that did not start is reported through `report` in one line."""
+    hub = begin_hub(servers, workspace, allow_workspace=allow_workspace, ask=ask, reserved=reserved)
+    if hub is not None:
+        finish_hub(hub, report)
+    return hub
+
+
+def begin_hub(
+    servers: Sequence[ServerSpec],
+    workspace: Path,
+    *,
+    allow_workspace: bool = False,
+    ask: Ask | None = None,
+    reserved: Iterable[str] = (),
+) -> Hub | None:
+    """Ask about workspace servers, then start the chosen ones without waiting for
+    them (the model loads meanwhile); `finish_hub` waits."""
     if not servers:
         return None
     start, off = choose(servers, workspace, allow_workspace=allow_workspace, ask=ask)
     hub = Hub(workspace, bosun_home() / "logs")
+    hub.begin(start, off, reserved)
+    return hub
+
+
+def finish_hub(hub: Hub, report: Callable[[str], None] = warn) -> None:
+    """Wait for the servers begun; report in one line each what did not start."""
     try:
-        hub.start(start, off, reserved)
+        hub.ready()
     except BaseException:
         hub.close()
         raise

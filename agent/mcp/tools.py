@@ -14,20 +14,23 @@ from typing import Any
 
 import jsonschema
 
-from agent.untrusted import TooDeep, check_depth, json_line
+from agent.untrusted import json_line
 
 MAX_NAME = 64  # OpenAI's function-name limit, which most chat templates inherit
 MAX_SCHEMA_CHARS = 32_000
-MAX_SCHEMA_DEPTH = 24
+MAX_SCHEMA_DEPTH = 32
 MAX_DESCRIPTION = 2_000
 MAX_RESULT_CHARS = 200_000  # before the context budget cuts it further
-_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_]+")
 
 
 def tool_name(server: str, tool: str, taken: set[str]) -> str:
-    """`server__tool`, with what no call format can carry replaced by `_`, at most 64
-    characters, made unique among `taken` (which it joins)."""
-    base = f"{server}__{_UNSAFE.sub('_', tool).strip('_') or 'tool'}"[:MAX_NAME]
+    """`server__tool` as an identifier (pythonic call formats, Llama 3's and Gemma's,
+    parse names as Python would; JSON ones take anything): other characters become
+    `_`, a leading digit gets `mcp_` before it; at most 64 characters, made unique
+    among `taken` (which it joins)."""
+    base = f"{_UNSAFE.sub('_', server)}__{_UNSAFE.sub('_', tool).strip('_') or 'tool'}"
+    base = ("mcp_" + base if base[0].isdigit() else base)[:MAX_NAME]
     name, n = base, 1
     while name in taken:
         n += 1
@@ -45,14 +48,13 @@ def schema_problem(schema: Any) -> str | None:
         return "its input schema is not an object"
     if schema.get("type", "object") != "object":
         return f"its input schema has type {schema.get('type')!r}, not 'object'"
+    depth, refs = _walk(schema)
+    if depth > MAX_SCHEMA_DEPTH:
+        return f"its input schema is nested deeper than {MAX_SCHEMA_DEPTH} levels"
     text = json_line(schema)
     if len(text) > MAX_SCHEMA_CHARS:
         return f"its input schema is {len(text)} characters (at most {MAX_SCHEMA_CHARS})"
-    try:
-        check_depth(text, MAX_SCHEMA_DEPTH)
-    except TooDeep as exc:
-        return f"its input schema is {exc}"
-    if any(not ref.startswith("#") for ref in _refs(schema)):
+    if any(not ref.startswith("#") for ref in refs):
         return "its input schema refers to another document ($ref)"
     validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
@@ -62,16 +64,24 @@ def schema_problem(schema: Any) -> str | None:
     return None
 
 
-def _refs(value: Any) -> Iterable[str]:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if key == "$ref" and isinstance(item, str):
-                yield item
-            else:
-                yield from _refs(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _refs(item)
+def _walk(value: Any) -> tuple[int, list[str]]:
+    """How deep a decoded JSON value nests, and its `$ref` strings; iterative, and it
+    stops one level past the limit, so no depth makes it recurse or run long."""
+    deepest, refs = 0, []
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth > MAX_SCHEMA_DEPTH:
+            break
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if key == "$ref" and isinstance(child, str):
+                    refs.append(child)
+                stack.append((child, depth + 1))
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+    return deepest, refs
 
 
 def input_schema(schema: dict[str, Any]) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from agent.history import (
     User,
 )
 from agent.listing import session_path
+from agent.mcp.servers import ServerSpec
 from agent.permissions import Approval
 from agent.session import bosun_home, latest_session, load_session
 from agent.tools import Tool
@@ -77,11 +78,21 @@ class Repl:
         workspace: Path,
         show_reasoning: bool,
         sandbox: SandboxPolicy | None = None,
+        allow_workspace_mcp: bool = False,
     ):
         self.console = console
         self.renderer = Renderer(console, self._preview, show_reasoning)
         self.say(f"loading {config.model} …")
-        self.chat = ChatSession(config, workspace, self.renderer, self.approve, sandbox)
+        self.chat = ChatSession(
+            config,
+            workspace,
+            self.renderer,
+            self.approve,
+            sandbox,
+            ask_server=self.ask_server,
+            allow_workspace_mcp=allow_workspace_mcp,
+            report=lambda line: self.say(line, "yellow"),
+        )
         completer = SlashCompleter(
             {name: c.help for name, c in commands.COMMANDS.items()},
             commands.argument_sources(self),
@@ -105,6 +116,17 @@ class Repl:
             f" {model} │ ctx {_short(s.context_used)}/{_short(size) if size else '?'}"
             f" │ {s.tokens_per_s:.0f} tok/s │ cached {cached} │ {self.chat.agent.approve} "
         )
+
+    def ask_server(self, spec: ServerSpec) -> bool:
+        """Once per workspace and command line: a server the repository names runs a
+        program of its choosing, so the user sees exactly which before it starts."""
+        self.say(f"{spec.source} names an MCP server {spec.name!r}:", "yellow")
+        self.console.print(Text("  " + visible(spec.describe())))
+        try:
+            answer = self.console.input("Start it (remembered for this command)? [y/N] ")
+        except EOFError:
+            return False
+        return answer.strip().lower() in ("y", "yes")
 
     def approve(self, call: ToolCall, tool: Tool) -> Approval:
         self.renderer.finish_stream()  # no spinner under the question
@@ -199,6 +221,7 @@ def chat_command(
     sandbox: str | None = None,
     allow_net: bool | None = None,
     allow_git_writes: bool | None = None,
+    allow_workspace_mcp: bool = False,
 ) -> int:
     """Run the REPL until the user leaves; the exit code (0) for `bosun chat`."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -236,7 +259,7 @@ def chat_command(
         read_only=config.sandbox_read,
     )
     console = Console(highlight=False)
-    repl = Repl(console, config, ws, show_reasoning, policy)
+    repl = Repl(console, config, ws, show_reasoning, policy, allow_workspace_mcp)
     try:
         if path is not None:
             repl.resume(path)

@@ -212,6 +212,19 @@ def _init(repl: Repl, _arg: str) -> None:
     repl.say(f"wrote {path}; edit it, then /clear starts a session that reads it")
 
 
+def _mcp(repl: Repl, _arg: str) -> None:
+    from agent.mcp.listing import rows
+
+    hub = repl.chat.hub
+    if hub is None:
+        repl.say("no MCP servers configured ([mcp_servers.NAME] in config.toml, or .mcp.json)")
+        return
+    table = Table("server", "status", "tools", "note", box=None)
+    for row in rows(hub):
+        table.add_row(row["server"], row["status"], ", ".join(row["tools"]), row["note"])
+    repl.console.print(table)
+
+
 def _exit(_repl: Repl, _arg: str) -> bool:
     return True
 
@@ -231,6 +244,7 @@ COMMANDS: dict[str, Command] = {
         Command("/resume", "continue session ID", _resume),
         Command("/render", "the exact last prompt sent to the model", _render),
         Command("/usage", "tokens, cache hits, speed, context", _usage),
+        Command("/mcp", "MCP servers: status and tools", _mcp),
         Command("/reasoning", "show the last reasoning; toggle showing it", _reasoning),
         Command("/init", "write a starter AGENTS.md", _init),
         Command("/exit", "leave (Ctrl-D does too)", _exit),

@@ -1,6 +1,7 @@
 """A small MCP server, written with the official SDK, that misbehaves on request.
 
-Run as `python fault_server.py [--slow-start S] [--hang-start] [--crash-start]`. Its
+Run as `python fault_server.py [--slow-start S] [--hang-start] [--crash-start]
+[--linger]`. Its
 tools: `echo`, `pid` (its own process id, for orphan checks), `hang` (never answers),
 `crash` (exits mid-call), `huge` (a result of N characters), `fail` (an isError result),
 `image` (non-text content), and `bad` whose input schema is not a valid JSON Schema.
@@ -19,6 +20,7 @@ import mcp_types as types
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
 
+NO_ARGS = {"type": "object"}
 TOOLS = [
     types.Tool(
         name="echo",
@@ -29,9 +31,15 @@ TOOLS = [
             "required": ["text"],
         },
     ),
-    types.Tool(name="pid", description="This server's process id.", input_schema={"type": "object"}),
-    types.Tool(name="hang", description="Never answers.", input_schema={"type": "object"}),
-    types.Tool(name="crash", description="Exits in the middle of the call.", input_schema={"type": "object"}),
+    types.Tool(
+        name="pid", description="This server's process id.", input_schema={"type": "object"}
+    ),
+    types.Tool(name="hang", description="Never answers.", input_schema=NO_ARGS),
+    types.Tool(
+        name="crash",
+        description="Exits in the middle of the call.",
+        input_schema={"type": "object"},
+    ),
     types.Tool(
         name="huge",
         description="A result of `size` characters.",
@@ -41,8 +49,8 @@ TOOLS = [
             "required": ["size"],
         },
     ),
-    types.Tool(name="fail", description="Reports an error.", input_schema={"type": "object"}),
-    types.Tool(name="image", description="Returns a picture.", input_schema={"type": "object"}),
+    types.Tool(name="fail", description="Reports an error.", input_schema=NO_ARGS),
+    types.Tool(name="image", description="Returns a picture.", input_schema=NO_ARGS),
     types.Tool(
         name="bad",
         description="Declares a schema that is not one.",
@@ -85,6 +93,7 @@ async def main() -> None:
     parser.add_argument("--slow-start", type=float, default=0.0)
     parser.add_argument("--hang-start", action="store_true")
     parser.add_argument("--crash-start", action="store_true")
+    parser.add_argument("--linger", action="store_true", help="keep running after stdin ends")
     opts = parser.parse_args()
     if opts.crash_start:
         sys.stderr.write("fault server: failing on purpose\n")
@@ -95,6 +104,8 @@ async def main() -> None:
     server = Server("fault", on_list_tools=list_tools, on_call_tool=call_tool)
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())
+    if opts.linger:  # a badly behaved server: only a signal ends it
+        time.sleep(3600)
 
 
 if __name__ == "__main__":
