@@ -32,12 +32,14 @@ from agent.cancel import Cancel
 from agent.constraint import constraint_for
 from agent.errors import UsageError
 from agent.headless import trace_writer
+from agent.mcp.hub import Hub
+from agent.mcp.session import begin_hub, finish_hub
 from agent.output import JsonlPrinter
 from agent.profile import ModelProfile
 from agent.runtime import Agent
 from agent.session import SessionLog, new_session_id
 from agent.tasks_file import BadLine, BatchOptions, Task, load_tasks, read_tasks
-from agent.tools import default_registry
+from agent.tools import BUILTIN, Tool, default_registry
 from agent.tools.sandbox import SandboxPolicy
 from agent.untrusted import json_line
 from drivers.base import Driver, Usage
@@ -119,6 +121,7 @@ class _Shared:
     ablate: frozenset[str] = frozenset()
     context_size: int | None = None
     sandbox: SandboxPolicy | None = None
+    tools: tuple[Tool, ...] = ()  # the MCP servers' (one hub for the batch)
 
 
 def _interrupted() -> ev.RunFinished:
@@ -166,6 +169,7 @@ def run_task(task: Task, shared: _Shared) -> ev.RunFinished:
             cancel=shared.cancelled,  # ^C reaches only the main thread, which sets it
             context_size=shared.context_size,
             sandbox=shared.sandbox,
+            extra_tools=shared.tools,
         )
         start_session(agent, session.id)
         return agent.run(task.prompt)
@@ -308,10 +312,35 @@ def run_tasks(
     if not tasks:  # every line is bad: nothing to load a model for
         return _report_bad_lines(bad, LockedOutput(out), time.perf_counter())
     trace = _locked(trace_writer(opts.trace)) if opts.trace is not None else None
+    hub = begin_hub(
+        opts.mcp_servers,
+        opts.workspace.resolve(),
+        allow_workspace=opts.allow_workspace_mcp,
+        reserved=(t.name for t in BUILTIN),
+    )
+    try:
+        return _run_all(opts, tasks, bad, trace, driver, hub, out, err)
+    finally:
+        if hub is not None:
+            hub.close()
+
+
+def _run_all(
+    opts: BatchOptions,
+    tasks: list[Task],
+    bad: list[BadLine],
+    trace: Callable[[dict[str, Any]], None] | None,
+    driver: Driver | None,
+    hub: Hub | None,
+    out: TextIO,
+    err: TextIO,
+) -> int:
     if driver is None:
         driver, profile = open_model(opts.model, api=opts.api, context_size=opts.context_size)
     else:
         profile = profile_of(opts.model)
+    if hub is not None:
+        finish_hub(hub, lambda line: err.write(f"bosun: {line}\n"))
     pool = DriverPool(driver, opts.jobs)
     shared = _Shared(
         pool,
@@ -323,6 +352,7 @@ def run_tasks(
         opts.ablate,
         opts.context_size,
         opts.sandbox,
+        tuple(hub.tools()) if hub is not None else (),
     )
     try:  # a bad --constrain fails here, once, rather than in every task
         constraint_for(opts.constrain, pool.driver, default_registry(), profile)

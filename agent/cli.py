@@ -192,6 +192,8 @@ def run(
                 strict=strict,
                 ablate=ablations,
                 sandbox=policy,
+                mcp_servers=mcp_servers(workspace),
+                allow_workspace_mcp=allow_workspace_mcp,
             )
         )
         raise typer.Exit(code)

@@ -12,6 +12,7 @@ from typing import Any, TextIO
 from agent import untrusted
 from agent.errors import UsageError
 from agent.headless import check_workspace
+from agent.mcp.servers import ServerSpec
 from agent.permissions import APPROVE_MODES
 from agent.tools.sandbox import SandboxPolicy
 
@@ -44,6 +45,8 @@ class BatchOptions:
     strict: bool = False  # any bad line refuses the whole file
     ablate: frozenset[str] = frozenset()  # bench/eval only: "salvage", "retention"
     sandbox: SandboxPolicy | None = None  # bash in bubblewrap, for every task
+    mcp_servers: tuple[ServerSpec, ...] = ()  # one set of servers shared by every task
+    allow_workspace_mcp: bool = False
 
 
 # --- the tasks file -----------------------------------------------------------------

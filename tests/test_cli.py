@@ -38,9 +38,12 @@ def test_help_and_version() -> None:
 
 
 def test_help_does_not_import_heavy_backends() -> None:
-    code = "import sys, agent.cli; print('llama_cpp' in sys.modules, 'openai' in sys.modules)"
+    code = (
+        "import sys, agent.cli, agent.headless, agent.chat;"
+        " print([m in sys.modules for m in ('llama_cpp', 'openai', 'mcp')])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.stdout.strip() == "False False"
+    assert out.stdout.strip() == "[False, False, False]", out.stderr
 
 
 def test_scripted_three_turn_session_jsonl(workspace: Path, script_file, tmp_path: Path) -> None:

@@ -84,6 +84,7 @@ class Hub:
         self._ending: set[asyncio.Task[None]] = set()
         self._starting: tuple[concurrent.futures.Future[None], list[_Conn], set[str]] | None = None
         self._lock = threading.Lock()
+        self._restarting = threading.Lock()
         atexit.register(self.close)
 
     # ---- the synchronous face -------------------------------------------------
@@ -362,9 +363,15 @@ class Hub:
 
     def _restart(self, conn: _Conn) -> bool:
         """One restart per server and session; True when it is running again."""
-        if conn.state.restarts >= 1 or self._closed:
-            return False
-        conn.state.restarts += 1
+        with self._restarting:  # tasks of a batch share the hub
+            if conn.state.status == "running":  # another thread restarted it meanwhile
+                return True
+            if conn.state.restarts >= 1 or self._closed:
+                return False
+            conn.state.restarts += 1
+            return self._start_again(conn)
+
+    def _start_again(self, conn: _Conn) -> bool:
 
         async def again() -> None:
             await self._end(conn)

@@ -88,12 +88,27 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
     return _text(f"unknown tool {params.name}", error=True)
 
 
+def serve_http(port: int) -> None:
+    """The same echo, over streamable HTTP on loopback (the SDK's high-level server)."""
+    from mcp.server import MCPServer
+
+    app = MCPServer("fault-http")
+
+    @app.tool()
+    def echo(text: str) -> str:
+        """Say the text back."""
+        return text
+
+    app.run(transport="streamable-http", host="127.0.0.1", port=port)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--slow-start", type=float, default=0.0)
     parser.add_argument("--hang-start", action="store_true")
     parser.add_argument("--crash-start", action="store_true")
     parser.add_argument("--linger", action="store_true", help="keep running after stdin ends")
+    parser.add_argument("--http", type=int, default=0, help="serve streamable HTTP on PORT")
     opts = parser.parse_args()
     if opts.crash_start:
         sys.stderr.write("fault server: failing on purpose\n")
@@ -109,4 +124,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    if "--http" in sys.argv:  # the SDK runs its own event loop for HTTP
+        serve_http(int(sys.argv[sys.argv.index("--http") + 1]))
+    else:
+        asyncio.run(main())

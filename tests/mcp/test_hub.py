@@ -125,3 +125,34 @@ def test_close_ends_every_server_process(tmp_path: Path) -> None:
         time.sleep(0.1)
     assert marked_pids(tag) == []
     h.close()  # twice is fine
+
+
+def test_streamable_http_server(hub: Hub) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    from tests.mcp.helpers import FAULT
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, str(FAULT), "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        hub.start([ServerSpec("web", url=f"http://127.0.0.1:{port}/mcp")])
+        assert state(hub, "web").status == "running", state(hub, "web").error
+        assert call(hub, "web__echo", text="over http") == "over http"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)

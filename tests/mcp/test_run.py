@@ -175,3 +175,56 @@ def test_chat_asks_once_before_starting_a_workspace_server(
         finally:
             chat.close()
     assert asked == (["repo"] if answer == "y" else ["repo", "repo"])
+
+
+def test_a_batch_shares_one_set_of_servers(
+    bosun_home: Path, workspace: Path, script_file, tmp_path: Path
+) -> None:
+    tag = mark()
+    server_config(bosun_home, fault_server("fault", tag, trusted=True))
+    script = script_file(tool_call("fault__echo", text="from a task"), "done")
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps({"id": f"t{i}", "prompt": "go"}) + "\n" for i in (1, 2)))
+    cmd = [sys.executable, "-m", "agent", "run", "--tasks", str(tasks), "--jobs", "2"]
+    cmd += ["--model", f"scripted:{script}", "--workspace", str(workspace)]
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    results = events(proc.stdout, "tool_result")
+    assert [r["content"] for r in results] == ["from a task", "from a task"]
+    assert marked_pids(tag) == []
+
+
+def test_mcp_list_shows_status_and_tools(bosun_home: Path, workspace: Path) -> None:
+    server_config(
+        bosun_home,
+        fault_server()
+        + toml_server("broken", "no-such-mcp-server", [])
+        + toml_server("off", "x", [], enabled=False),
+    )
+    cmd = [sys.executable, "-m", "agent", "mcp", "list", "--json", "-w", str(workspace)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["server"]: r for r in map(json.loads, proc.stdout.splitlines())}
+    assert rows["fault"]["status"] == "running" and "fault__echo" in rows["fault"]["tools"]
+    assert "left out bad: its input schema" in rows["fault"]["note"]
+    assert rows["broken"]["status"] == "failed" and "command not found" in rows["broken"]["note"]
+    assert rows["off"]["status"] == "disabled" and rows["off"]["tools"] == []
+    plain = subprocess.run([*cmd[:-3], "-w", str(workspace)], capture_output=True, text=True)
+    assert plain.stdout.splitlines()[0].split("\t") == ["server", "from", "status", "tools", "note"]
+
+
+def test_slash_mcp_in_chat(bosun_home: Path, workspace: Path, script_file) -> None:
+    from agent.chat import ChatSession
+    from agent.config import load_config, replace
+    from tests.ui.test_commands import FakeRepl
+
+    server_config(bosun_home, fault_server())
+    config = replace(load_config(workspace), model=f"scripted:{script_file('hi')}")
+    chat = ChatSession(config, workspace, lambda e: None, None)
+    try:
+        out = FakeRepl(chat).run("/mcp")
+    finally:
+        chat.close()
+    assert "fault" in out and "running" in out and "fault__echo" in out
