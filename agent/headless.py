@@ -26,7 +26,15 @@ from agent.tools.sandbox import SandboxPolicy
 from agent.untrusted import json_line, visible
 from drivers.base import Driver
 
-EXIT_CODES = {"done": 0, "error": 1, "max_turns": 3, "stuck": 3, "interrupted": 130}
+EXIT_CODES = {
+    "done": 0,
+    "error": 1,
+    "max_turns": 3,
+    "stuck": 3,
+    "declined": 4,  # the user said no to a call; the run stopped there
+    "refused": 4,  # every call needed an approval nobody could give
+    "interrupted": 130,
+}
 
 
 @dataclass
@@ -80,11 +88,11 @@ def terminal_approver(tools: ToolRegistry, workspace: Path) -> Approver:
     """Ask on the terminal, showing the diff a write or edit would make first."""
 
     def ask(call: ToolCall, tool: Tool) -> Approval:
+        # the call itself was printed as it arrived (the event); the diff says the rest
         preview = tools.preview(call, ToolContext(workspace))
         if preview:
             sys.stderr.write(visible(preview.rstrip("\n")) + "\n")
-        args = visible(json_line(call.arguments))
-        sys.stderr.write(f"Allow {visible(call.name)} {args}? [y]es / [n]o / [a]lways: ")
+        sys.stderr.write(f"Allow {visible(call.name)}? [y]es / [n]o / [a]lways: ")
         sys.stderr.flush()
         answer = sys.stdin.readline().strip().lower()
         return {"y": "yes", "yes": "yes", "a": "always", "always": "always"}.get(answer, "no")

@@ -65,7 +65,6 @@ class TextPrinter:
         elif isinstance(event, ev.Compaction):
             self.err.write(f"  · {event.line()}\n")
         elif isinstance(event, ev.RunFinished) and event.status != "done":
-            self.err.write(
-                f"bosun: stopped ({event.status}): {visible(event.error or '')}\n".rstrip() + "\n"
-            )
+            why = visible(event.error or "")
+            self.err.write(f"bosun: stopped ({event.status})" + (f": {why}" if why else "") + "\n")
         self.err.flush()

@@ -7,6 +7,7 @@ whether a call asks first.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -17,8 +18,21 @@ from agent.tools.registry import Tool, ToolKind
 
 ApproveMode = Literal["ask", "auto-edit", "auto", "read-only"]
 APPROVE_MODES: tuple[str, ...] = ("ask", "auto-edit", "auto", "read-only")
-Approval = Literal["yes", "no", "always"]
+
+
+@dataclass(frozen=True)
+class Decline:
+    """ "No", with what the user wants instead (it goes to the model with the refusal)."""
+
+    reason: str = ""
+
+
+Approval = Literal["yes", "no", "always"] | Decline
 Approver = Callable[[ToolCall, Tool], Approval]  # None where nobody can answer
+# The two ways a call may not run, told apart by how a result begins: the user said no
+# (the turn ends there), or the mode / nobody to ask refused it (the model goes on).
+DECLINED = "Error: the user declined this call"
+NEEDS_APPROVAL = "needs approval and nobody can approve here"
 
 
 def touches_git(root: Path, path: object) -> bool:
@@ -115,13 +129,23 @@ def refusal(
             if git
             else how_to_allow(mode, tool.kind)
         )
-        return f"Error: {call.name} needs approval and nobody can approve here; {why}"
+        return f"Error: {call.name} {NEEDS_APPROVAL}; {why}"
     try:
         answer = approver(call, tool)
     except EOFError:  # input closed: nobody said yes
         answer = "no"
     if answer == "always" and not git:
         always.add(call.name)
+    elif isinstance(answer, Decline) and answer.reason.strip():
+        reason = " ".join(answer.reason.split())
+        return f"{DECLINED}; instead, they said: {reason}"
     elif answer not in ("yes", "always"):
-        return "Error: the user declined this call"
+        return DECLINED
     return None
+
+
+def policy_refused(result: str) -> bool:
+    """A result that says the mode, not the user, kept the call from running."""
+    return result.startswith("Error: ") and (
+        NEEDS_APPROVAL in result or " is not allowed in " in result
+    )

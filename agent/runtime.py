@@ -29,7 +29,7 @@ from agent.history import (
     ToolResult,
     User,
 )
-from agent.permissions import Approver, refusal
+from agent.permissions import DECLINED, Approver, policy_refused, refusal
 from agent.profile import ModelProfile, profile_for
 from agent.session import last_call_number
 from agent.tools.registry import ToolContext, ToolRegistry
@@ -37,6 +37,7 @@ from agent.turn import Reply, Request, Trace, call_model
 from drivers.base import Driver, Usage
 
 INTERRUPTED_CALL = "Error: the user interrupted before this call ran"
+AFTER_DECLINE = "Error: not run; the user declined an earlier call of this reply"
 STOPPED_CALL = "Error: the user interrupted this call while it ran; its effect may be partial"
 
 if TYPE_CHECKING:
@@ -78,6 +79,9 @@ class Agent:
     _always: set[str] = field(default_factory=set)
     _ids: int = 0
     _final_text: str = ""
+    _declined: bool = False  # the user said no: this turn ends after the reply's calls
+    _refused: int = 0  # calls the approval mode kept from running (nobody to ask)
+    _ran: int = 0  # calls that ran
 
     def __post_init__(self) -> None:
         if self.profile is None:
@@ -111,6 +115,8 @@ class Agent:
         counters afresh; history, call ids and "always" answers stay. `cancel` belongs
         to whoever stops the run (a chat clears it per message; a batch shares it)."""
         self.turns = self.tool_calls = self._format_errors = 0
+        self._refused = self._ran = 0
+        self._declined = False
         self._recent_calls.clear()
         self._final_text = ""
         self.usage = Usage()
@@ -137,6 +143,10 @@ class Agent:
             status, error = "error", str(exc)
         if self.cancel.is_set():
             status, error = "interrupted", None
+        elif self._declined:
+            status = "declined"
+        elif status == "done" and self._refused and not self._ran:
+            status, error = "refused", "every tool call needed an approval nobody could give"
         result = ev.RunFinished(
             status=status,
             turns=self.turns,
@@ -236,6 +246,8 @@ class Agent:
             # Every call in history gets its result, or the next prompt is invalid.
             if self.cancel.is_set():
                 result = ToolResult(call.id, INTERRUPTED_CALL, True)
+            elif self._declined:
+                result = ToolResult(call.id, AFTER_DECLINE, True)
             elif self.tool_calls >= cap:  # a reply may hold more calls than allowed
                 why = f"Error: not run; the budget of {cap} tool calls is used up"
                 result = ToolResult(call.id, why, True)
@@ -247,7 +259,7 @@ class Agent:
                 self._recent_calls.append(call.name + json.dumps(call.arguments, sort_keys=True))
             self.add(result)
             self.emit(ev.ToolResultEvent(call.id, result.is_error, result.content))
-        return True
+        return not self._declined  # a "no" hands control back to the user
 
     def _execute(self, call: ToolCall) -> ToolResult:
         """Approval first, then the tool; Ctrl-C while it runs stops it (see Cancel)."""
@@ -262,7 +274,10 @@ class Agent:
             self.cancel.set()
             refused = INTERRUPTED_CALL
         if refused is not None:
+            self._declined = self._declined or refused.startswith(DECLINED)
+            self._refused += policy_refused(refused)
             return ToolResult(call.id, refused, is_error=True)
+        self._ran += 1
         self.cancel.hard = True
         try:
             return self.tools.execute(call, ToolContext(self.workspace, self.sandbox))

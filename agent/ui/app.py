@@ -28,7 +28,7 @@ from agent.history import (
 )
 from agent.listing import session_path
 from agent.mcp.servers import ServerSpec
-from agent.permissions import Approval
+from agent.permissions import Approval, Decline
 from agent.session import bosun_home, latest_session, load_session
 from agent.tools import Tool
 from agent.tools.sandbox import SandboxPolicy, resolve_sandbox
@@ -133,6 +133,9 @@ class Repl:
         question = f"Allow {call.name}? [y]es / [n]o / [a]lways for this tool: "
         while True:
             answer = _ANSWERS.get(self.input.ask(question).strip().lower())
+            if answer == "no":  # the turn ends; what to do instead goes to the model
+                reason = self.input.ask("What should it do instead? (Enter: just stop) ")
+                return Decline(reason)
             if answer is not None:
                 return answer
             self.say("answer y, n or a")

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 from agent.history import ToolCall, ToolResult
-from agent.permissions import Approval
+from agent.permissions import Approval, Decline
+from agent.runtime import AFTER_DECLINE
 from agent.tools import Tool, ToolContext
 from tests.helpers import make_agent, tool_call
 
@@ -65,12 +67,29 @@ def test_ask_with_no_declines_and_shows_a_diff_first(workspace: Path) -> None:
         return "no"
 
     agent.approver = approver
-    agent.run("edit")
+    assert agent.run("edit").status == "declined"  # a "no" ends the turn: "ok" is unused
     [(name, diff)] = seen
     assert name == "edit_file" and diff is not None and "+bye from bosun" in diff
     [declined] = results(agent)
     assert declined.is_error and declined.content == "Error: the user declined this call"
+    assert agent.turns == 1
     assert untouched(workspace)
+
+
+def test_a_decline_with_a_reason_ends_the_turn_and_tells_the_model(workspace: Path) -> None:
+    both = WRITE + "\n" + READ  # one reply, two calls
+    agent, driver, _ = make_agent([both, "then I will read instead"], workspace, approve="ask")
+    agent.approver = lambda call, tool: Decline("  read  notes.txt\nfirst ")
+    assert agent.run("write").status == "declined"
+    declined, skipped = results(agent)
+    assert declined.content == (
+        "Error: the user declined this call; instead, they said: read notes.txt first"
+    )
+    assert skipped.content == AFTER_DECLINE and untouched(workspace)
+    # the next message goes on from a valid history: the model sees the refusal
+    assert agent.run("go on").status == "done"
+    driver.assert_complete()
+    assert "read notes.txt first" in driver.prompts[-1]
 
 
 def test_ask_with_always_asks_once_per_tool(workspace: Path) -> None:
@@ -115,6 +134,15 @@ def test_bosun_run_without_a_tty_refuses_instead_of_asking(
     proc = subprocess.run(
         cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env, timeout=60
     )
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 4, proc.stderr  # nothing was allowed: a script can tell
     assert "needs approval and nobody can approve here" in proc.stdout
+    result = json.loads(proc.stdout.splitlines()[-1])
+    assert result["status"] == "refused" and "approval" in result["error"]
     assert untouched(workspace)
+
+
+def test_a_run_where_some_calls_ran_is_done_not_refused(workspace: Path) -> None:
+    agent, _, _ = make_agent([WRITE, READ, "done"], workspace, approve="read-only")
+    assert agent.run("go").status == "done"
+    agent, _, _ = make_agent([WRITE, SHELL, "gave up"], workspace, approve="read-only")
+    assert agent.run("go").status == "refused"

@@ -96,12 +96,39 @@ def test_colour_diff_and_declining(terminal: Terminal, workspace: Path, script_f
     assert "-hello from bosun" in screen and "+goodbye from bosun" in screen
     assert terminal.colours()  # without NO_COLOR the diff is coloured
     terminal.send("n", "Enter")
-    screen = terminal.wait_for("Left it alone.")
-    assert "declined" in screen
+    terminal.wait_for("What should it do instead?")
+    terminal.type("keep hello, add a line below")
+    terminal.send("Enter")
+    # a "no" ends the turn: the prompt is back before the model says anything more
+    screen = terminal.wait_for(prompt_ready)
+    assert "declined" in screen and "Left it alone." not in screen
     assert (workspace / "notes.txt").read_text() == "hello from bosun\n"
+    terminal.type("fine")
+    terminal.send("Enter")
+    terminal.wait_for("Left it alone.")
     terminal.wait_for(prompt_ready)
     terminal.send("C-d")
     terminal.wait_for("[exit 0]")
+    [result] = [m for m in load_messages(only_session()) if isinstance(m, ToolResult)]
+    assert result.content.endswith("instead, they said: keep hello, add a line below")
+
+
+def test_run_on_a_terminal_asks_with_the_diff_once(
+    terminal: Terminal, workspace: Path, script_file
+) -> None:
+    script = script_file(
+        tool_call("edit_file", path="notes.txt", old="hello", new="goodbye"), "Changed."
+    )
+    terminal.start(
+        "change it", "--model", f"scripted:{script}", "--workspace", str(workspace),
+        command="run",
+    )  # fmt: skip
+    screen = terminal.wait_for("Allow edit_file?")
+    assert screen.count("goodbye") == 2  # the call line and the diff's +line, no JSON
+    assert '{"path"' not in screen and "+goodbye from bosun" in screen
+    terminal.send("n", "Enter")
+    screen = terminal.wait_for("[exit 4]")
+    assert "declined" in screen and "Changed." not in screen
 
 
 def test_ctrl_c_mid_stream_keeps_partial_answer(

@@ -69,9 +69,9 @@ class Terminal:
             env["NO_COLOR"] = "1"
         return env
 
-    def start(self, *args: str, color: bool = False) -> None:
+    def start(self, *args: str, color: bool = False, command: str = "chat") -> None:
         self.color = color
-        chat = shlex.join([sys.executable, "-m", "agent", "chat", *args])
+        chat = shlex.join([sys.executable, "-m", "agent", command, *args])
         # Keep the pane after exit so the test can read the exit code.
         command = f'{chat}; echo "[exit $?]"; sleep 300'
         self._tmux(
