@@ -163,7 +163,8 @@ def run(
         bool, typer.Option("--allow-workspace-mcp", help=WORKSPACE_MCP_HELP)
     ] = False,
 ) -> None:
-    """Run one task headless and exit: 0 done, 1 error, 2 usage, 3 budget/stuck, 130 ^C.
+    """Run one task headless and exit: 0 done, 1 error, 2 usage, 3 budget/stuck, 4 nothing
+    allowed (refused/declined), 130 ^C. Text piped in joins the prompt.
 
     With --tasks: every task, concurrently; exit 1 when any task did not finish "done"
     (a bad line of the file counts as a failed task, tagged "line N", unless --strict).
@@ -203,6 +204,10 @@ def run(
         fail("give a PROMPT ('-' reads it from stdin) or --tasks FILE", EXIT_USAGE)
     if prompt == "-":
         prompt = sys.stdin.read()
+    else:
+        from agent.piped import piped_text, with_piped
+
+        prompt = with_piped(prompt, piped_text())
     if not prompt.strip():
         fail("the prompt is empty", EXIT_USAGE)
     code = run_once(

@@ -19,6 +19,17 @@ REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO.parent / "shared" / "corpus"
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Every `bosun` the tests start reads /dev/null from stdin unless a test pipes
+    something in: a runner's stdin may be a pipe held open, and `bosun run PROMPT`
+    waits a few seconds for piped input there (agent.piped)."""
+    import os
+
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+
+
 @pytest.fixture(autouse=True)
 def bosun_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path_factory.mktemp("bosun-home")
