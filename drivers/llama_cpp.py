@@ -41,6 +41,11 @@ DEFAULT_CTX = 8192
 _LOAD_LOCK = threading.Lock()
 # A head shorter than this is quicker to evaluate than to read back from a file.
 MIN_HEAD_TOKENS = 32
+# Prompt evaluation in slices of about this long, so a stop request is seen between them
+# (bench/interrupt_bench.py measures the latency): the first slice is PREFILL_FIRST
+# tokens, the rest sized from the speed measured.
+PREFILL_SLICE_S = 0.1
+PREFILL_FIRST = 16
 
 
 @contextlib.contextmanager
@@ -255,6 +260,28 @@ class LlamaDriver:
                 self.prefix_cache.store(tokens[:head], state)
         return held
 
+    def _prefill(self, tokens: list[int], halt: Halt) -> bool:
+        """Evaluate the prompt (all but its last token, which `generate` takes) in
+        slices of about PREFILL_SLICE_S, asking `halt` between them: a Ctrl-C during a
+        long prompt is seen within one slice instead of after the whole prompt (native
+        code holds the signal until it returns). False when halted; the cache then holds
+        what was evaluated, which the next call reuses."""
+        pos, end = self._cached_prefix(tokens), len(tokens) - 1
+        if pos >= end:
+            return True
+        self.llm.n_tokens = pos  # eval() goes on from here, dropping any stale tail
+        size = PREFILL_FIRST
+        while pos < end:
+            if halt():
+                return False
+            n = min(size, end - pos)
+            began = time.perf_counter()
+            self.llm.eval(tokens[pos : pos + n])
+            pos += n
+            rate = n / max(time.perf_counter() - began, 1e-6)
+            size = max(PREFILL_FIRST, min(int(rate * PREFILL_SLICE_S), self.llm.n_batch))
+        return True
+
     def stream(
         self,
         prompt: str,
@@ -294,6 +321,11 @@ class LlamaDriver:
 
         start = time.perf_counter()
         cached = self._warm_start(tokens, head)
+        if not self._prefill(tokens, halt):
+            ms = (time.perf_counter() - start) * 1000
+            usage = Usage(prompt_tokens=len(tokens), cached_tokens=cached, ms=ms)
+            yield Chunk("", usage=usage, finish_reason="interrupted")
+            return
         compiled = None
         if grammar is not None:
             self.check_grammar(grammar)

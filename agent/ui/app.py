@@ -93,6 +93,7 @@ class Repl:
             allow_workspace_mcp=allow_workspace_mcp,
             report=lambda line: self.say(line, "yellow"),
         )
+        self.renderer.stop_requested = lambda: self.chat.agent.cancel.is_set()
         completer = SlashCompleter(
             {name: c.help for name, c in commands.COMMANDS.items()},
             commands.argument_sources(self),

@@ -85,6 +85,7 @@ class Renderer:
         self.console = console
         self.preview = preview
         self.show_reasoning = show_reasoning
+        self.stop_requested: Callable[[], bool] = lambda: False  # the REPL's Cancel
         self.last_reasoning = ""
         self._kind = ""  # "text" or "reasoning": the block being streamed
         self._buffer = ""
@@ -135,10 +136,16 @@ class Renderer:
 
     def waiting(self) -> None:
         """A spinner until the model's next output: evaluating a long prompt on a CPU
-        can take many seconds, and a silent screen looks like a hang."""
+        can take many seconds, and a silent screen looks like a hang. It says
+        "stopping…" once a stop was asked for (`stop_requested`, read at each refresh:
+        the Ctrl-C handler itself draws nothing)."""
         if self._live is None:
-            spinner = Spinner("dots", text=Text("working…", style="dim"))
-            self._live = Live(spinner, console=self.console, transient=True, refresh_per_second=8)
+            self._live = Live(
+                _Working(self.stop_requested),
+                console=self.console,
+                transient=True,
+                refresh_per_second=8,
+            )
             self._live.start()
 
     def _stop_live(self) -> None:
@@ -224,3 +231,17 @@ class Renderer:
             self.console.print(Text(shown, style=style, no_wrap=True, overflow="ellipsis"))
         if len(lines) > RESULT_PREVIEW_LINES:
             self.console.print(Text(f"    … {len(lines) - RESULT_PREVIEW_LINES} more", style=style))
+
+
+class _Working:
+    """The spinner's text follows the stop request."""
+
+    def __init__(self, stopping: Callable[[], bool]) -> None:
+        self.stopping = stopping
+        self.spinners = {
+            False: Spinner("dots", text=Text("working…", style="dim")),
+            True: Spinner("dots", text=Text("stopping…", style="yellow")),
+        }
+
+    def __rich__(self) -> Spinner:
+        return self.spinners[bool(self.stopping())]

@@ -175,7 +175,7 @@ def test_random_hostile_runs_always_end_cleanly(
     turns = str(data.draw(st.integers(1, 6)))  # fewer turns than replies: exit 3
     run = run_bosun(steps, ws, scripts, "--approve", approve, "--max-turns", turns)
     run.assert_no_bug()
-    assert run.code in (0, 1, 3), (run.code, run.result, run.stderr)
+    assert run.code in (0, 1, 3, 4), (run.code, run.result, run.stderr)  # 4: all refused
     assert run.session and run.session[0]["type"] == "session"
     assert snapshot(root, ws) == before, "something outside the workspace changed"
     for event in run.events:

@@ -103,8 +103,9 @@ def test_where_bubblewrap_cannot_run(workspace: Path, script_file) -> None:
         " (install bubblewrap or use --sandbox off)\n"
     )
     auto = bosun_run(workspace, script, "--approve", "auto-edit", env=missing)
-    assert auto.returncode == 0
+    assert auto.returncode == 4  # the only call was refused: nothing was allowed
     assert auto.stderr.count("\n") == 1 and "bash is not sandboxed" in auto.stderr
+    assert '"status": "refused"' in auto.stdout.splitlines()[-1]
     [result] = tool_results(auto.stdout)
     assert result["is_error"] and "needs approval" in str(result["content"])
     assert not (workspace / "ran.txt").exists()

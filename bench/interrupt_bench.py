@@ -1,0 +1,89 @@
+"""Ctrl-C while the prompt is being evaluated: how long until the model call returns.
+
+    .venv/bin/python bench/interrupt_bench.py [--model smollm2-135m] [--tokens 3000]
+
+A stop request (the `halt` a Ctrl-C sets) arrives part-way through evaluating a long
+prompt. Side by side: bosun's driver, which evaluates the prompt in slices of about
+0.1 s and checks between them, and the same driver evaluating the prompt in one piece
+(as `Llama.generate` does), which can only notice once the whole prompt is in. Also the
+cost of slicing: prompt evaluation speed both ways. Target: latency < 0.3 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from drivers.llama_cpp import open_llama
+
+
+def prompt_of(driver: object, tokens: int) -> str:
+    text, words = "", 0
+    while len(driver.tokenize(text)) < tokens:  # type: ignore[attr-defined]
+        text += " ".join(f"word{words + i}" for i in range(200)) + "\n"
+        words += 200
+    return text
+
+
+def one(driver: object, prompt: str, after: float, sliced: bool) -> tuple[float, float]:
+    """(latency from the stop request to the call's end, seconds of prompt evaluated)."""
+    driver.llm.n_tokens = 0  # type: ignore[attr-defined]  # a cold cache every time
+    stop = threading.Event()
+    asked: list[float] = []
+
+    def press() -> None:
+        time.sleep(after)
+        asked.append(time.perf_counter())
+        stop.set()
+
+    original = driver._prefill  # type: ignore[attr-defined]
+    if not sliced:
+        driver._prefill = lambda tokens, halt: True  # type: ignore[attr-defined]
+    began = time.perf_counter()
+    presser = threading.Thread(target=press)
+    presser.start()
+    try:
+        for _ in driver.stream(prompt, max_tokens=1, halt=stop.is_set):  # type: ignore[attr-defined]
+            pass
+    finally:
+        driver._prefill = original  # type: ignore[attr-defined]
+        presser.join()
+    ended = time.perf_counter()
+    return ended - asked[0] if ended > asked[0] else 0.0, ended - began
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default="smollm2-135m")
+    parser.add_argument("--tokens", type=int, default=3000)
+    parser.add_argument("--repeat", type=int, default=5)
+    opts = parser.parse_args()
+    driver = open_llama(opts.model, n_ctx=opts.tokens + 256, prefix_cache=False)
+    prompt = prompt_of(driver, opts.tokens)
+    n = len(driver.tokenize(prompt))
+    speed = {}
+    for sliced in (True, False):  # whole-prompt speed, no stop: the cost of slicing
+        runs = [one(driver, prompt, 1e9, sliced)[1] for _ in range(2)]
+        speed[sliced] = n / min(runs)
+    after = min(1.0, 0.4 * n / speed[False])  # part-way through the prompt
+    rows = []
+    for sliced in (True, False):
+        latencies = [one(driver, prompt, after, sliced)[0] for _ in range(opts.repeat)]
+        rows.append((sliced, statistics.median(latencies), max(latencies)))
+    print(f"{opts.model}, a {n}-token prompt, stop requested {after:.2f} s into it\n")
+    print(f"{'prompt evaluation':<34}{'stop → return median':>22}{'max':>8}{'prompt tok/s':>14}")
+    for sliced, median, worst in rows:
+        name = "in ~0.1 s slices (bosun)" if sliced else "in one piece (Llama.generate)"
+        print(f"{name:<34}{median:>20.3f} s{worst:>7.3f}s{speed[sliced]:>14.0f}")
+    print("\ntarget: stop → return < 0.3 s")
+    driver.close()
+
+
+if __name__ == "__main__":
+    main()
