@@ -34,11 +34,12 @@ def prompt_of(driver: object, tokens: int) -> str:
 def one(driver: object, prompt: str, after: float, sliced: bool) -> tuple[float, float]:
     """(latency from the stop request to the call's end, seconds of prompt evaluated)."""
     driver.llm.n_tokens = 0  # type: ignore[attr-defined]  # a cold cache every time
-    stop = threading.Event()
+    stop, finished = threading.Event(), threading.Event()
     asked: list[float] = []
 
     def press() -> None:
-        time.sleep(after)
+        if finished.wait(after):  # the call ended first: no stop to time
+            return
         asked.append(time.perf_counter())
         stop.set()
 
@@ -52,10 +53,11 @@ def one(driver: object, prompt: str, after: float, sliced: bool) -> tuple[float,
         for _ in driver.stream(prompt, max_tokens=1, halt=stop.is_set):  # type: ignore[attr-defined]
             pass
     finally:
+        ended = time.perf_counter()
+        finished.set()
         driver._prefill = original  # type: ignore[attr-defined]
         presser.join()
-    ended = time.perf_counter()
-    return ended - asked[0] if ended > asked[0] else 0.0, ended - began
+    return (ended - asked[0] if asked else 0.0), ended - began
 
 
 def main() -> None:
