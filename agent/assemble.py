@@ -24,10 +24,11 @@ from agent.permissions import Approver
 from agent.profile import ModelProfile, profile_for
 from agent.prompt import system_prompt
 from agent.runtime import Agent
+from agent.session import bosun_home
 from agent.tools import Tool, default_registry
 from agent.tools.confine import open_in_workspace
 from agent.tools.sandbox import SandboxPolicy
-from drivers import open_driver
+from drivers import llama_log, open_driver
 from drivers.base import Driver
 
 
@@ -48,6 +49,8 @@ def open_model(
     profile = profile_of(spec)
     local = not spec.lower().startswith("openai:")  # a server sets its own context
     options: dict[str, Any] = {"n_ctx": context_size} if context_size and local else {}
+    if local:
+        llama_log.send_to(bosun_home() / "logs" / "llama.log")  # not into the terminal
     return open_driver(spec, api=api, **options), profile
 
 

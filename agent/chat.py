@@ -15,13 +15,14 @@ from typing import Any
 from agent import events as ev
 from agent.assemble import build_agent, compactor_for, open_model, start_session
 from agent.budget import Budget
+from agent.checkpoints import Checkpoints
 from agent.config import Config
 from agent.constraint import constraint_for
 from agent.errors import UsageError
 from agent.history import Message, ToolCall, ToolResult
 from agent.mcp.hub import warn
 from agent.mcp.session import Ask, begin_hub, finish_hub
-from agent.permissions import Approver
+from agent.permissions import Approver, decision
 from agent.runtime import INTERRUPTED_CALL
 from agent.session import (
     SessionLog,
@@ -30,8 +31,9 @@ from agent.session import (
     new_session_id,
     unanswered_calls,
 )
-from agent.tools import BUILTIN
+from agent.tools import BUILTIN, ToolContext
 from agent.tools.sandbox import SandboxPolicy
+from agent.transcript import fence
 from drivers.base import Driver, Usage
 
 LOST_CALL = (
@@ -89,6 +91,7 @@ class ChatSession:
         self.stats = Stats()
         self._ui_emit = emit
         self.last_prompt: str | None = None  # the exact bytes last sent (`/render`)
+        self.pending: list[str] = []  # `!command` outputs, sent with the next message
         self.log: SessionLog | None = None
         self.hub = begin_hub(
             config.mcp_servers,
@@ -122,6 +125,7 @@ class ChatSession:
             extra_tools=self.hub.tools() if self.hub is not None else (),
         )
         self.tools = self.agent.tools
+        self.agent.checkpoints = Checkpoints(workspace)
 
     # --- plumbing ------------------------------------------------------------------
 
@@ -167,6 +171,8 @@ class ChatSession:
         self._close_log()
         self.log = SessionLog(new_session_id())
         self.stats = Stats()
+        self.pending.clear()
+        self.agent.checkpoints = Checkpoints(self.workspace)
         start_session(self.agent, self.log.id)
 
     def resume(self, path: Path) -> StoredSession:
@@ -181,6 +187,8 @@ class ChatSession:
             self.workspace = self.agent.workspace = Path(stored.workspace)
         self.log = SessionLog(stored.id, path.parent)
         self.stats = Stats()
+        self.pending.clear()
+        self.agent.checkpoints = Checkpoints(self.workspace)
         start_session(self.agent, stored.id, stored.messages, stored.compactions)
         self._answer(unanswered_calls(self.history), LOST_CALL)
         return stored
@@ -188,6 +196,9 @@ class ChatSession:
     def send(self, prompt: str) -> ev.RunFinished:
         """One user turn. Ctrl-C stops it cleanly (agent.cancel); the history left
         behind is always one a model can be shown again."""
+        if self.pending:
+            prompt = "\n\n".join([*self.pending, prompt])
+            self.pending.clear()
         cancel = self.agent.cancel
         cancel.clear()
         result: ev.RunFinished | None = None
@@ -201,6 +212,28 @@ class ChatSession:
             result = ev.RunFinished("interrupted", 0, 0, 0, 0, 0, 0, "")
             self._emit(result)
         return result
+
+    def run_shell(self, command: str) -> ToolResult:
+        """`!command` from the user: bash's sandbox and approval mode apply (read-only
+        refuses; otherwise typing it is the approval). The output waits in `pending`."""
+        tool = self.tools.get("bash")
+        sandboxed = self.agent.sandbox is not None
+        if tool is None or decision(self.agent.approve, tool.kind, sandboxed=sandboxed) == "deny":
+            raise UsageError(f"approve mode {self.agent.approve}: shell commands do not run")
+        call = ToolCall("shell", "bash", {"command": command})
+        try:
+            result = self.tools.execute(call, ToolContext(self.workspace, self.agent.sandbox))
+        except KeyboardInterrupt:  # bash has killed the command by now
+            result = ToolResult(call.id, "(stopped)", is_error=True)
+        if self.agent.compactor is not None:
+            result = self.agent.compactor.cap(result)
+        self.pending.append(f"I ran `{command}` myself; its output:\n{fence(result.content)}")
+        return result
+
+    @property
+    def checkpoints(self) -> Checkpoints:
+        assert self.agent.checkpoints is not None  # set in __init__ and on every start
+        return self.agent.checkpoints
 
     def set_approve(self, mode: str) -> None:
         self.agent.set_approve(mode)

@@ -20,6 +20,7 @@ from agent.cli_common import (
     BosunApp,
     ModelOpt,
     WorkspaceOpt,
+    YesOpt,
     fail,
     mcp_servers,
 )
@@ -162,6 +163,7 @@ def run(
     allow_workspace_mcp: Annotated[
         bool, typer.Option("--allow-workspace-mcp", help=WORKSPACE_MCP_HELP)
     ] = False,
+    yes: YesOpt = False,
 ) -> None:
     """Run one task headless and exit: 0 done, 1 error, 2 usage, 3 budget/stuck, 4 nothing
     allowed (refused/declined), 130 ^C. Text piped in joins the prompt.
@@ -170,6 +172,8 @@ def run(
     (a bad line of the file counts as a failed task, tagged "line N", unless --strict).
     """
     ablations = _ablations(ablate)
+    if yes:
+        approve = Approve.auto
     if tasks is not None and prompt is not None:
         fail("give a PROMPT or --tasks FILE, not both", EXIT_USAGE)
     from agent.tools.sandbox import resolve_sandbox
@@ -250,7 +254,12 @@ def chat(
         Constrain | None, typer.Option(help="Grammar-constrained tool calls.")
     ] = None,
     resume: Annotated[
-        str | None, typer.Option("--resume", help="Continue session ID (or a prefix of it).")
+        str | None,
+        typer.Option(
+            "--resume",
+            help="Continue session ID (or a prefix of it); with no ID, pick one of this"
+            " folder's recent sessions.",
+        ),
     ] = None,
     continue_: Annotated[
         bool,
@@ -272,10 +281,13 @@ def chat(
     allow_workspace_mcp: Annotated[
         bool, typer.Option("--allow-workspace-mcp", help=WORKSPACE_MCP_HELP)
     ] = False,
+    yes: YesOpt = False,
 ) -> None:
     """Talk to the agent in a terminal: streamed answers, tool calls, diffs, approvals."""
     from agent.ui.app import chat_command
 
+    if yes:
+        approve = Approve.auto
     code = chat_command(
         model,
         workspace,
@@ -307,3 +319,4 @@ app.add_typer(cli_info.sessions_app, name="sessions")
 app.add_typer(cli_admin.cache_app, name="cache")
 app.add_typer(cli_admin.contracts_app, name="contracts")
 app.add_typer(cli_admin.mcp_app, name="mcp")
+app.command("config")(cli_admin.config_command)

@@ -122,3 +122,17 @@ def mcp_list(
         ],
         ["server", "from", "status", "tools", "note"],
     )
+
+
+def config_command(
+    workspace: WorkspaceOpt = None,
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
+) -> None:
+    """The config files in force and each setting with the file that set it."""
+    from agent.config_report import report, text
+
+    data = report(workspace if workspace is not None else Path.cwd())
+    if json_out:
+        typer.echo(json.dumps(data, ensure_ascii=False, default=list))
+    else:
+        typer.echo(text(data), nl=False)

@@ -27,6 +27,8 @@ class BosunApp(typer.Typer):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         from agent.errors import DriverError, UsageError
 
+        if not args and "args" not in kwargs:
+            kwargs["args"] = optional_values(sys.argv[1:])
         try:
             code = super().__call__(*args, standalone_mode=False, **kwargs)
         except click_exc.NoArgsIsHelpError as exc:
@@ -50,6 +52,24 @@ class BosunApp(typer.Typer):
         sys.exit(code if isinstance(code, int) else 0)
 
 
+PICK = "?"  # `chat --resume` with no ID: pick one
+_OPTIONAL_VALUE = {"--resume": PICK}
+
+
+def optional_values(argv: list[str]) -> list[str]:
+    """Click has no option whose value may be left out; `chat --resume` alone (last, or
+    before another option) means "let me pick", so the placeholder is put in for it."""
+    out = []
+    for i, arg in enumerate(argv):
+        out.append(arg)
+        if arg == "--":
+            return out + argv[i + 1 :]
+        following = argv[i + 1] if i + 1 < len(argv) else None
+        if arg in _OPTIONAL_VALUE and (following is None or following.startswith("-")):
+            out.append(_OPTIONAL_VALUE[arg])
+    return out
+
+
 def fail(message: str, code: int) -> NoReturn:
     sys.stderr.write(f"bosun: error: {message}\n")
     sys.exit(code)
@@ -66,6 +86,11 @@ ModelOpt = Annotated[
 WorkspaceOpt = Annotated[
     Path | None,
     typer.Option("--workspace", "-w", help="Folder the agent works in (default: current)."),
+]
+
+
+YesOpt = Annotated[
+    bool, typer.Option("--yes", "-y", help="Same as --approve auto: every tool runs unasked.")
 ]
 
 

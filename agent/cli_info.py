@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from agent.cli_common import ModelOpt, table
+from agent.cli_common import ModelOpt, WorkspaceOpt, table
 
 
 def models(
@@ -42,11 +42,13 @@ def render(
     messages: Annotated[
         Path | None, typer.Option(help="Render a JSON list of messages (history format).")
     ] = None,
+    workspace: WorkspaceOpt = None,
 ) -> None:
-    """Print the exact prompt a model would be sent (wire form where it applies)."""
+    """Print the exact prompt a model would be sent (wire form where it applies); with no
+    --session or --messages, the first prompt of a new session in this folder."""
     from agent.listing import render_command
 
-    sys.stdout.write(render_command(model, session, messages))
+    sys.stdout.write(render_command(model, session, messages, workspace))
 
 
 sessions_app = typer.Typer(help="Past sessions (append-only JSONL files).", no_args_is_help=True)
@@ -57,16 +59,25 @@ def sessions_list() -> None:
     """List saved sessions, oldest first."""
     from agent.listing import sessions_rows
 
-    table(sessions_rows(), ["id", "model", "workspace", "prompt"])
+    table(sessions_rows(), ["id", "when", "model", "status", "workspace", "prompt"])
 
 
 @sessions_app.command("show")
 def sessions_show(
     session_id: Annotated[str, typer.Argument(help="Session id (or prefix).")],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="The structured history, one JSON message a line.")
+    ] = False,
 ) -> None:
-    """Print a session's structured history as JSON lines."""
+    """Print a session as a Markdown transcript (--json: its structured history)."""
     from agent.history import message_to_dict
     from agent.listing import session_history
 
-    for message in session_history(session_id):
+    history = session_history(session_id)
+    if not as_json:
+        from agent.transcript import transcript
+
+        typer.echo(transcript(history), nl=False)
+        return
+    for message in history:
         typer.echo(json.dumps(message_to_dict(message), ensure_ascii=False))

@@ -32,6 +32,8 @@ from agent.turn import Request, call_model
 from drivers.base import Driver, DriverError, Halt, Usage
 
 SUMMARY_TOKENS = 320  # the most a summary may cost (less in a small context)
+CAP_NOTE_TOKENS = 64  # what a cut result's note on what was left out costs
+MIN_RESULT_TOKENS = 64  # a result is never cut to less (an error says so, then)
 # (the conversation as the model sees it now, the rounds being elided) -> a summary
 Summarise = Callable[[list[Message], list[Message]], str]
 SUMMARY_ASK = (
@@ -101,8 +103,29 @@ class Compactor:
         for record in compactions:
             self.view.apply(record)
 
-    def cap(self, result: ToolResult) -> ToolResult:
-        return cap_result(result, int(self.limits.n_ctx * self.limits.result_share), self.counter)
+    def cap(
+        self,
+        result: ToolResult,
+        history: Sequence[Message] = (),
+        specs: Sequence[dict[str, Any]] = (),
+    ) -> ToolResult:
+        """A result cut to a share of the context and, given the history it joins, to
+        the room compaction can make for it: whatever the system prompt, tools, task
+        and the current round (never compacted) leave after a reply's minimum. Without
+        that, a small context holds the result but no next prompt (a wedged session)."""
+        limit = int(self.limits.n_ctx * self.limits.result_share)
+        if history:
+            task = task_index(history)
+            starts = round_starts(history)
+            current = history[starts[-1] :] if starts else history[task + 1 :]
+            kept = (
+                self.size(history[: task + 1], specs)
+                + self.summary_tokens
+                + sum(self.counter.message(m) for m in current)
+            )
+            room = self.limits.n_ctx - kept - self.limits.min_reply - CAP_NOTE_TOKENS
+            limit = max(min(limit, room), MIN_RESULT_TOKENS)
+        return cap_result(result, limit, self.counter)
 
     def fit(
         self,

@@ -9,6 +9,7 @@ sandbox off, open its network or show it a folder of the user's home.
 
 from __future__ import annotations
 
+import difflib
 import os
 import stat
 import sys
@@ -77,7 +78,7 @@ def read_config_file(path: Path) -> str:
         raise UsageError(f"{path} is not valid UTF-8: {exc.reason} at byte {exc.start}") from None
 
 
-def _parse(path: Path, origin: Origin = "user") -> dict[str, Any]:
+def parse_config_file(path: Path, origin: Origin = "user") -> dict[str, Any]:
     """The settings in one file, checked, with errors that name the file and the key."""
     text = read_config_file(path)
     try:
@@ -90,7 +91,9 @@ def _parse(path: Path, origin: Origin = "user") -> dict[str, Any]:
     for key, value in data.items():
         where = f"{path}: {key}"
         if key not in known:
-            raise UsageError(f"{path}: unknown setting {key!r} (known: {', '.join(sorted(known))})")
+            close = difflib.get_close_matches(key, sorted(known), n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(sorted(known))}"
+            raise UsageError(f"{path}: unknown setting {key!r} ({hint})")
         if key == "model" and not (isinstance(value, str) and value.strip()):
             raise UsageError(f"{where} must be a model name or path")
         if key == "approve" and value not in APPROVE_MODES:
@@ -128,11 +131,11 @@ def load_config(workspace: Path | None = None, *, user_file: Path | None = None)
     config = Config()
     user = user_file if user_file is not None else user_config_path()
     if user.is_file():
-        config = replace(config, **_parse(user))
+        config = replace(config, **parse_config_file(user))
     local = workspace / WORKSPACE_FILE if workspace is not None else None
     servers = config.mcp_servers
     if local is not None and (local.exists() or local.is_symlink()):
-        settings = _parse(local, "workspace")
+        settings = parse_config_file(local, "workspace")
         servers = merge(servers, settings.pop("mcp_servers", ()), warn=_warn)
         model = settings.get("model")
         if model is not None and not _model_a_workspace_may_choose(model):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from agent.errors import UsageError
@@ -53,10 +54,25 @@ def session_history(session_id: str) -> list[Message]:
         raise UsageError(f"session {session_id} is damaged: {exc}") from None
 
 
-def render_command(model: str, session_id: str | None, messages_file: Path | None) -> str:
-    if (session_id is None) == (messages_file is None):
-        raise UsageError("give exactly one of --session ID or --messages FILE.json")
-    if messages_file is not None:
+NEW_TASK = "(your task)"
+
+
+def render_command(
+    model: str, session_id: str | None, messages_file: Path | None, workspace: Path | None = None
+) -> str:
+    """A session's or a messages file's prompt; with neither, the first prompt a new
+    session in `workspace` would send (system prompt, tools, a placeholder task)."""
+    if session_id is not None and messages_file is not None:
+        raise UsageError("give one of --session ID or --messages FILE.json, not both")
+    if session_id is None and messages_file is None:
+        from agent.assemble import system_message
+        from agent.history import User
+
+        history: list[Message] = [
+            system_message(workspace or Path.cwd()),
+            User(NEW_TASK),
+        ]
+    elif messages_file is not None:
         try:
             history = read_messages_json(messages_file)
         except ValueError as exc:
@@ -70,28 +86,40 @@ def render_command(model: str, session_id: str | None, messages_file: Path | Non
 
 
 def sessions_rows() -> list[dict[str, str]]:
+    """One row per session file, oldest first: id, when it was last written, model,
+    workspace, how its latest request ended, its first prompt."""
     folder = sessions_dir()
     rows = []
     for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
         first: dict[str, str] = {}
-        prompt = ""
+        prompt = status = ""
         with path.open(encoding="utf-8", errors="replace") as fh:
             for line in fh:
                 try:
                     record = json.loads(line)
                 except json.JSONDecodeError:
                     continue
-                if record.get("type") == "session" and not first:
+                if not isinstance(record, dict):
+                    continue
+                kind = record.get("type")
+                if kind == "session" and not first:
                     first = record
+                elif kind == "result":
+                    status = str(record.get("status", ""))
                 msg = record.get("message") or {}
-                if record.get("type") == "message" and msg.get("kind") == "user":
-                    prompt = str(msg.get("content", ""))
-                    break
+                if kind == "message" and isinstance(msg, dict) and msg.get("kind") == "user":
+                    prompt = prompt or str(msg.get("content", ""))
+        try:
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(path.stat().st_mtime))
+        except OSError:
+            when = ""
         rows.append(
             {
                 "id": path.stem,
+                "when": when,
                 "model": str(first.get("model", "")),
                 "workspace": str(first.get("workspace", "")),
+                "status": status,
                 "prompt": prompt.replace("\n", " ")[:60],
             }
         )

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from agent import events as ev
 from agent.budget import Budget
 from agent.cancel import Cancel
+from agent.checkpoints import Checkpoints
 from agent.compact import Compactor, model_summariser
 from agent.errors import DriverError
 from agent.history import (
@@ -70,6 +71,8 @@ class Agent:
     compactor: Compactor | None = None  # None: the context size is unknown (no budget)
     # bash runs in bubblewrap under this policy; None: as the user, asking in auto-edit
     sandbox: SandboxPolicy | None = None
+    # Files as they were before each turn's write tools ran (chat's /undo, /diff)
+    checkpoints: Checkpoints | None = None
 
     turns: int = 0
     tool_calls: int = 0
@@ -110,6 +113,11 @@ class Agent:
         self.approve = mode
         self._always.clear()
 
+    @property
+    def always_allowed(self) -> frozenset[str]:
+        """The tools the user answered "always" for (until the mode changes)."""
+        return frozenset(self._always)
+
     def reset(self) -> None:
         """Budgets guard one request, so each `run` (a chat's next message) starts the
         counters afresh; history, call ids and "always" answers stay. `cancel` belongs
@@ -126,6 +134,8 @@ class Agent:
         start = time.perf_counter()
         self.reset()
         status, error = "done", None
+        if self.checkpoints is not None:
+            self.checkpoints.new_turn()
         try:
             self.add(User(prompt))
             while not self.cancel.is_set():
@@ -254,7 +264,7 @@ class Agent:
             else:
                 result = self._execute(call)
                 if self.compactor is not None:  # cut on the way in: it must fit
-                    result = self.compactor.cap(result)
+                    result = self.compactor.cap(result, self.history, self.tools.specs())
                 self.tool_calls += 1
                 self._recent_calls.append(call.name + json.dumps(call.arguments, sort_keys=True))
             self.add(result)
@@ -278,6 +288,10 @@ class Agent:
             self._refused += policy_refused(refused)
             return ToolResult(call.id, refused, is_error=True)
         self._ran += 1
+        path = call.arguments.get("path")
+        writes = tool is not None and tool.kind == "write" and isinstance(path, str)
+        if self.checkpoints is not None and writes:
+            self.checkpoints.before_write(str(path))
         self.cancel.hard = True
         try:
             return self.tools.execute(call, ToolContext(self.workspace, self.sandbox))

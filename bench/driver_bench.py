@@ -2,13 +2,16 @@
 
     .venv/bin/python bench/driver_bench.py [--model smollm2-135m] [--tasks 20]
 
-Prints four tables:
+Prints five tables:
 1. raw llama-cpp-python (`Llama.create_completion`, streaming) vs bosun's driver on the
    same prompts, greedy, same max_tokens: tokens/s and the overhead ratio (target ≤ 3%);
 2. a 10-turn session: prompt tokens per turn, tokens actually evaluated (prompt - cached)
    and time to first token (target: only the new suffix, TTFT turn 10 ≤ 1.3 × turn 2);
 3. SmolLM2's tool-call validity on a 20-task suite, `--constrain never` vs `always`
    (first model call of each task: a schema-valid call, a plain answer, or malformed);
+5. decoding speed with the tool-call grammar vs without (bosun's sampler beside
+   llama-cpp-python's grammar-first chain), e.g. `--model gemma3-270m --only grammar`
+   (target: constrained within 1.5x of unconstrained tokens/s);
 4. a fresh session's first turn, cold (the head of system prompt and tools evaluated,
    then saved) vs warm (a new driver loads the saved head), beside a mid-session turn
    (target: warm TTFT <= 1.5 x the mid-session turn's). States go to a temporary folder.
@@ -248,7 +251,87 @@ def bench_fresh(spec: str, model: ModelProfile, repeats: int) -> None:
     )
 
 
-SECTIONS = ("overhead", "session", "validity", "fresh")
+def _decode(run, warm) -> tuple[int, float]:
+    """(tokens, seconds) of one generation whose prompt is already in the KV cache."""
+    warm()
+    start = time.perf_counter()
+    n = run()
+    return n, time.perf_counter() - start
+
+
+def bench_grammar(driver, model: ModelProfile, n_tasks: int, max_tokens: int) -> None:
+    """Decoding speed with the tool-call grammar vs without, on prompts already in the
+    cache (so the time is decoding): bosun's sampler (grammar checked on the drawn
+    token, then on the best candidates, whole vocabulary last) beside llama-cpp-python's
+    own grammar-first chain (`Llama.generate(grammar=...)`), which bosun used before."""
+    import llama_cpp
+
+    specs = default_registry().specs()
+    grammars = model.grammars(specs)
+    if not grammars:
+        print("\n5. grammar: this model's format has no grammar")
+        return
+    grammar = grammars[0]
+    llm = driver.llm
+    vocab = llm._model.vocab
+
+    def ours(prompt: str, g: str | None) -> int:
+        usage = None
+        for chunk in driver.stream(prompt, max_tokens=max_tokens, grammar=g):
+            usage = chunk.usage or usage
+        return usage.completion_tokens if usage else 0
+
+    def grammar_first(tokens: list[int]) -> int:
+        compiled = llama_cpp.LlamaGrammar.from_string(grammar, verbose=False)
+        n = 0
+        for token in llm.generate(tokens, temp=0.0, grammar=compiled):
+            if llama_cpp.llama_vocab_is_eog(vocab, token) or n >= max_tokens:
+                break
+            n += 1
+        return n
+
+    totals = {"unconstrained": [0, 0.0], "bosun": [0, 0.0], "grammar-first": [0, 0.0]}
+    paths = {"free": 0, "candidates": 0, "vocabulary": 0}
+    for task in TASKS[:n_tasks]:
+        prompt = model.render([System(system_prompt("/work/project")), User(task)], specs)
+        tokens = driver.tokenize(prompt)
+
+        def warm(p=prompt) -> None:
+            for _ in driver.stream(p, max_tokens=1):
+                pass
+
+        for name, run in (
+            ("unconstrained", lambda p=prompt: ours(p, None)),
+            ("bosun", lambda p=prompt: ours(p, grammar)),
+            ("grammar-first", lambda t=tokens: grammar_first(t)),
+        ):
+            n, seconds = _decode(run, warm)
+            totals[name][0] += n
+            totals[name][1] += seconds
+            if name == "bosun":
+                for key, count in driver.last_sampling.items():
+                    paths[key] += count
+    rate = {name: n / s if s else 0.0 for name, (n, s) in totals.items()}
+    free = rate["unconstrained"]
+    table(
+        f"5. decoding with the tool-call grammar (tokens/s over {n_tasks} tasks, prompt cached;"
+        f" vocabulary {llama_cpp.llama_vocab_n_tokens(vocab)} tokens)",
+        ["sampler", "tokens", "seconds", "tokens/s", "slowdown vs unconstrained"],
+        [
+            [name, n, f"{s:.2f}", f"{rate[name]:.1f}", f"{free / rate[name]:.2f}x"]
+            for name, (n, s) in totals.items()
+        ],
+    )
+    drawn = sum(paths.values()) or 1
+    print(
+        "bosun's constrained tokens: "
+        + ", ".join(f"{k} {v} ({v / drawn:.0%})" for k, v in paths.items())
+        + " (free: the drawn token passed; candidates: the best 256 held one; vocabulary:"
+        " the whole vocabulary was filtered). Target: bosun within 1.5x of unconstrained."
+    )
+
+
+SECTIONS = ("overhead", "session", "validity", "grammar", "fresh")
 
 
 def main() -> None:
@@ -260,6 +343,7 @@ def main() -> None:
     ap.add_argument("--session-repeats", type=int, default=3)
     ap.add_argument("--tasks", type=int, default=20)
     ap.add_argument("--fresh-repeats", type=int, default=3)
+    ap.add_argument("--grammar-tasks", type=int, default=6)
     ap.add_argument("--only", default=",".join(SECTIONS), help="comma-separated tables to run")
     args = ap.parse_args()
     only = set(args.only.split(","))
@@ -274,6 +358,8 @@ def main() -> None:
         bench_session(driver, model, args.turns, args.session_repeats)
     if "validity" in only:
         bench_validity(driver, model, args.tasks)
+    if "grammar" in only:
+        bench_grammar(driver, model, args.grammar_tasks, args.max_tokens)
     driver.close()
     if "fresh" in only:
         bench_fresh(args.model, model, args.fresh_repeats)

@@ -156,6 +156,18 @@ def assemble(model: BundledModel, say: Callable[[str], None] | None = None) -> P
     return target
 
 
+def pending_assembly(spec: str | None) -> tuple[Path, int] | None:
+    """(where, bytes) when loading `spec` would first join a chunked model's parts into
+    the cache, so that an interactive caller can ask before writing that much."""
+    model = BUNDLED.get((spec or DEFAULT_MODEL).strip().lower())
+    if model is None or not model.parts or bundled_path(model) is not None:
+        return None
+    parts = part_paths(model)
+    if parts is None:
+        return None
+    return assembled_path(model), sum(p.stat().st_size for p in parts)
+
+
 def ready_path(model: BundledModel) -> Path | None:
     """The model's GGUF, joining a chunked model's parts on first use; None when the
     model's packages are not installed."""

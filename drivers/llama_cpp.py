@@ -23,6 +23,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from drivers import llama_log
 from drivers.base import (
     Chunk,
     DriverError,
@@ -35,6 +36,7 @@ from drivers.base import (
     partial_suffix,
 )
 from drivers.bundled import resolve_model
+from drivers.llama_sample import Sampler
 from drivers.llama_state import open_prefix_cache, restore, snapshot
 
 DEFAULT_CTX = 8192
@@ -79,6 +81,7 @@ def _without_extra_buffer_types() -> Iterator[None]:
 def load_llama(path: Path, *, n_ctx: int, n_gpu_layers: int, n_threads: int) -> Any:
     from llama_cpp import Llama
 
+    llama_log.install()  # after llama_cpp's own import, which sets its stderr printer
     with _without_extra_buffer_types():
         return Llama(
             model_path=str(path),
@@ -136,7 +139,10 @@ class LlamaDriver:
                 self.llm = load_llama(path, n_ctx=trained, n_gpu_layers=gpu, n_threads=threads)
         except (ValueError, RuntimeError) as exc:
             raise UsageError(f"cannot load model {path}: not a usable GGUF file ({exc})") from None
-        self.n_ctx = int(self.llm.n_ctx())
+        # llama.cpp pads the context (1400 -> 1536) but llama-cpp-python's token arrays
+        # hold what was asked for: a prompt in between fits one and overflows the other
+        # (numpy's "could not broadcast" on every later call). The smaller one counts.
+        self.n_ctx = min(int(self.llm.n_ctx()), len(self.llm.input_ids))
         self.prefix_cache = open_prefix_cache(self.llm, path, self.model) if prefix_cache else None
         self.info = DriverInfo(
             grammar=True,
@@ -148,6 +154,8 @@ class LlamaDriver:
         )
         self._control: dict[int, bool] = {}
         self._head_memo: tuple[tuple[str, tuple[tuple[int, int], ...]], list[int]] | None = None
+        # How the last reply's tokens were drawn (llama_sample.Sampler.stats), for benches.
+        self.last_sampling: dict[str, int] = {}
 
     def tokenize(self, text: str, data: Sequence[tuple[int, int]] = ()) -> list[int]:
         """Prompt text -> tokens, the template's special tokens parsed as such.
@@ -207,14 +215,14 @@ class LlamaDriver:
     def check_grammar(self, grammar: str) -> None:
         """Refuse a grammar llama.cpp cannot parse: a NULL sampler would otherwise be
         chained in silently and generation would run unconstrained."""
-        import llama_cpp
+        self._sampler(grammar).close()
 
-        sampler = llama_cpp.llama_sampler_init_grammar(
-            self.llm._model.vocab, grammar.encode("utf-8"), b"root"
-        )
-        if not sampler:
-            raise DriverError("llama.cpp rejected the tool-call grammar (see the log above)")
-        llama_cpp.llama_sampler_free(sampler)
+    def _sampler(self, grammar: str | None) -> Sampler:
+        try:
+            return Sampler(self.llm, temperature=self.temperature, grammar=grammar)
+        except ValueError:
+            reason = llama_log.last_error() or "no reason given"
+            raise DriverError(f"llama.cpp rejected the tool-call grammar: {reason}") from None
 
     def _cached_prefix(self, tokens: list[int]) -> int:
         n = common_prefix(self.llm._input_ids[: self.llm.n_tokens], tokens)
@@ -326,27 +334,27 @@ class LlamaDriver:
             usage = Usage(prompt_tokens=len(tokens), cached_tokens=cached, ms=ms)
             yield Chunk("", usage=usage, finish_reason="interrupted")
             return
-        compiled = None
-        if grammar is not None:
-            self.check_grammar(grammar)
-            compiled = llama_cpp.LlamaGrammar.from_string(grammar, verbose=False)
+        sampler = self._sampler(grammar)
         vocab = self.llm._model.vocab
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         pending = ""
         finish = "length"
         stopped_by: str | None = None
         produced = 0
-        gen = self.llm.generate(
-            tokens, temp=self.temperature, top_k=40, top_p=0.95, min_p=0.05, grammar=compiled
-        )
         try:
-            for token in gen:
+            # The prompt's last token gives the first logits; each sampled token is
+            # evaluated before the next is drawn (never after the last one).
+            self.llm.n_tokens = len(tokens) - 1
+            self.llm.eval(tokens[-1:])
+            while True:
                 if halt():
                     finish = "interrupted"
                     break
-                if llama_cpp.llama_vocab_is_eog(vocab, token):
+                token = sampler.sample()
+                if token is None or llama_cpp.llama_vocab_is_eog(vocab, token):
                     finish = "stop"
-                    stopped_by = self._piece(token).decode("utf-8", errors="replace")
+                    if token is not None:
+                        stopped_by = self._piece(token).decode("utf-8", errors="replace")
                     break
                 produced += 1
                 pending += decoder.decode(self._piece(token))
@@ -364,8 +372,10 @@ class LlamaDriver:
                     pending = pending[len(pending) - keep :]
                 if produced >= max_tokens:
                     break
+                self.llm.eval([token])
         finally:
-            gen.close()
+            self.last_sampling = dict(sampler.stats)
+            sampler.close()
         usage = Usage(
             prompt_tokens=len(tokens),
             cached_tokens=cached,

@@ -201,21 +201,45 @@ def test_sessions_show_and_render_replay_a_run(workspace: Path, script_file) -> 
     assert bosun("run", "look", "-m", f"scripted:{script}", "-w", str(workspace)).returncode == 0
     listing = bosun("sessions", "list")
     session_id = listing.stdout.splitlines()[1].split("\t")[0]
-    shown = [json.loads(line) for line in bosun("sessions", "show", session_id).stdout.splitlines()]
-    assert [m["kind"] for m in shown][1:] == [
+    assert listing.stdout.splitlines()[0].split("\t") == [
+        "id",
+        "when",
+        "model",
+        "status",
+        "workspace",
+        "prompt",
+    ]
+    assert listing.stdout.splitlines()[-1].split("\t")[3] == "done"
+    shown = bosun("sessions", "show", session_id, "--json").stdout.splitlines()
+    assert [json.loads(line)["kind"] for line in shown][1:] == [
         "user",
         "assistant_tool_use",
         "tool_result",
         "assistant",
     ]
+    markdown = bosun("sessions", "show", session_id).stdout
+    assert markdown.startswith("## User\n\nlook\n")
+    assert "### Tool call `list_dir`" in markdown and markdown.endswith("## Assistant\n\nok\n")
     prompt = bosun("render", "--session", session_id, "-m", f"scripted:{script}").stdout
     assert '<tool_call>\n{"name": "list_dir", "arguments": {}}\n</tool_call>' in prompt
     assert prompt.endswith("<|im_start|>assistant\n")
 
 
+def test_render_with_no_argument_shows_a_new_sessions_first_prompt(workspace: Path) -> None:
+    (workspace / "AGENTS.md").write_text("Always answer in French.\n")
+    proc = bosun("render", "-w", str(workspace))
+    assert proc.returncode == 0, proc.stderr
+    assert "Always answer in French." in proc.stdout and '"name": "read_file"' in proc.stdout
+    assert proc.stdout.endswith("(your task)<|im_end|>\n<|im_start|>assistant\n")
+
+
 @pytest.mark.parametrize(
     "args",
-    [["sessions", "show", "no-such-id"], ["render"], ["render", "--messages", "/no/file.json"]],
+    [
+        ["sessions", "show", "no-such-id"],
+        ["render", "--session", "x", "--messages", "m.json"],
+        ["render", "--messages", "/no/file.json"],
+    ],
 )
 def test_inspection_commands_fail_cleanly(args: list[str]) -> None:
     proc = bosun(*args)

@@ -172,3 +172,24 @@ def test_data_spans_keep_the_kv_cache_reusable(driver) -> None:
         done.usage.cached_tokens
         >= len(driver.tokenize(first, data_spans(history[:2], [], first))) - 1
     )
+
+
+def test_a_context_size_llama_cpp_pads_holds_prompts_up_to_the_size_asked_for() -> None:
+    """llama.cpp pads 1400 to 1536, but llama-cpp-python's arrays hold 1400 tokens: a
+    prompt in between once crashed every later call with numpy's "could not broadcast"."""
+    from drivers.llama_cpp import open_llama
+
+    driver = open_llama("smollm2-135m", n_ctx=1400)
+    try:
+        assert driver.llm.n_ctx() > 1400 and driver.n_ctx == 1400
+        with pytest.raises(DriverError, match="context holds 1400"):
+            list(driver.stream("word " * 1450))
+        prompt = "word " * 1380
+        assert 1380 <= len(driver.tokenize(prompt)) < 1400
+        chunks = list(driver.stream(prompt, max_tokens=100))
+        usage = chunks[-1].usage
+        assert usage is not None and usage.prompt_tokens + usage.completion_tokens <= 1400
+        chunks = list(driver.stream("Hello", max_tokens=4))  # still usable
+        assert chunks[-1].finish_reason in ("stop", "length")
+    finally:
+        driver.close()

