@@ -154,6 +154,8 @@ class LlamaDriver:
         )
         self._control: dict[int, bool] = {}
         self._head_memo: tuple[tuple[str, tuple[tuple[int, int], ...]], list[int]] | None = None
+        self._halt: Halt | None = None  # asked by llama.cpp during a prompt's decode
+        self._abort = self._abortable()
         # How the last reply's tokens were drawn (llama_sample.Sampler.stats), for benches.
         self.last_sampling: dict[str, int] = {}
 
@@ -268,16 +270,49 @@ class LlamaDriver:
                 self.prefix_cache.store(tokens[:head], state)
         return held
 
+    def _abortable(self) -> bool:
+        """Have llama.cpp ask `self._halt` between the operations of a decode
+        (`llama_set_abort_callback`, which llama-cpp-python does not wrap), so a stop
+        is seen within milliseconds while the prompt is evaluated in full batches."""
+        import llama_cpp
+
+        setter = getattr(llama_cpp.llama_cpp._lib, "llama_set_abort_callback", None)
+        if setter is None:
+            return False
+        setter.argtypes = [ctypes.c_void_p, llama_cpp.ggml_abort_callback, ctypes.c_void_p]
+        setter.restype = None
+
+        def asked(_data: object) -> bool:
+            halt = self._halt
+            return halt is not None and bool(halt())
+
+        self._abort_callback = llama_cpp.ggml_abort_callback(asked)  # kept alive here
+        setter(self.llm._ctx.ctx, self._abort_callback, None)
+        return True
+
     def _prefill(self, tokens: list[int], halt: Halt) -> bool:
-        """Evaluate the prompt (all but its last token, which `generate` takes) in
-        slices of about PREFILL_SLICE_S, asking `halt` between them: a Ctrl-C during a
-        long prompt is seen within one slice instead of after the whole prompt (native
-        code holds the signal until it returns). False when halted; the cache then holds
-        what was evaluated, which the next call reuses."""
+        """Evaluate the prompt (all but its last token, which generation starts from),
+        stoppable: through llama.cpp's abort callback where it can be set, else in
+        slices of about PREFILL_SLICE_S with `halt` asked between them (native code
+        holds a Ctrl-C until it returns). False when halted; the cache then holds the
+        batches evaluated so far, which the next call reuses."""
         pos, end = self._cached_prefix(tokens), len(tokens) - 1
         if pos >= end:
             return True
+        if halt():
+            return False
         self.llm.n_tokens = pos  # eval() goes on from here, dropping any stale tail
+        if self._abort:
+            self._halt = halt
+            try:
+                self.llm.eval(tokens[pos:end])
+            except RuntimeError:  # llama_decode returned 2: aborted (or a real failure)
+                if halt():
+                    return False
+                raise
+            finally:
+                self._halt = None
+            return True
         size = PREFILL_FIRST
         while pos < end:
             if halt():

@@ -193,3 +193,41 @@ def test_a_context_size_llama_cpp_pads_holds_prompts_up_to_the_size_asked_for() 
         assert chunks[-1].finish_reason in ("stop", "length")
     finally:
         driver.close()
+
+
+@pytest.mark.parametrize("abort", [True, False], ids=["abort-callback", "slices"])
+def test_a_stop_during_prompt_evaluation_returns_early_and_keeps_what_was_evaluated(
+    abort: bool,
+) -> None:
+    """Ctrl-C while a long prompt is evaluated: the call ends "interrupted" with no
+    token generated, well before the prompt is in, and the next call starts from the
+    part already evaluated. Both ways of stopping: llama.cpp's abort callback and, where
+    it cannot be set, slices with a check between them."""
+    import threading
+
+    from drivers.llama_cpp import open_llama
+
+    driver = open_llama("smollm2-135m", n_ctx=2048, prefix_cache=False)
+    try:
+        assert driver._abort  # this build has llama_set_abort_callback
+        driver._abort = abort
+        prompt = " ".join(f"word{i}" for i in range(450))
+        n = len(driver.tokenize(prompt))
+        stop = threading.Event()
+        timer = threading.Timer(1.2, stop.set)  # a 512-token batch takes ~1-2 s here
+        timer.start()
+        try:
+            chunks = list(driver.stream(prompt, max_tokens=4, halt=stop.is_set))
+        finally:
+            timer.cancel()
+        last = chunks[-1]
+        assert last.finish_reason == "interrupted" and last.usage is not None
+        assert last.usage.completion_tokens == 0
+        held = driver.llm.n_tokens
+        assert held < n - 1  # stopped before the prompt was in
+        chunks = list(driver.stream(prompt, max_tokens=1))
+        usage = chunks[-1].usage
+        assert usage is not None and usage.cached_tokens == held  # nothing evaluated twice
+        assert chunks[-1].finish_reason in ("stop", "length")
+    finally:
+        driver.close()
