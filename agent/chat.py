@@ -191,6 +191,9 @@ class ChatSession:
         self.agent.checkpoints = Checkpoints(self.workspace)
         start_session(self.agent, stored.id, stored.messages, stored.compactions)
         self._answer(unanswered_calls(self.history), LOST_CALL)
+        compactor = self.agent.compactor
+        if compactor is not None:  # the status bar's context before the first new call
+            self.stats.context_used = compactor.size(self.history, self.tools.specs())
         return stored
 
     def send(self, prompt: str) -> ev.RunFinished:

@@ -17,8 +17,7 @@ from agent.history import Assistant, AssistantToolUse, System, ToolCall, ToolRes
 from agent.runtime import INTERRUPTED_CALL, STOPPED_CALL
 from agent.session import load_messages
 from agent.turn import cut_partial_marker
-from agent.ui.commands import write_agents_md
-from drivers.base import UsageError
+from agent.ui.commands import init_prompt
 from tests.helpers import tool_call
 
 
@@ -140,11 +139,11 @@ def test_status_numbers(workspace: Path, script_file) -> None:
     chat.close()
 
 
-def test_init_writes_a_starter_once(workspace: Path) -> None:
-    path = write_agents_md(workspace)
-    assert path.read_text().startswith("# Project instructions")
-    with pytest.raises(UsageError, match="already exists"):
-        write_agents_md(workspace)
+def test_init_asks_the_model_to_survey_and_write_agents_md(workspace: Path) -> None:
+    prompt = init_prompt(workspace)
+    assert "write AGENTS.md" in prompt and "AGENTS.md exists" not in prompt
+    (workspace / "AGENTS.md").write_text("# old\n")
+    assert "AGENTS.md exists: read it" in init_prompt(workspace)
 
 
 @pytest.mark.parametrize(

@@ -182,6 +182,7 @@ class Repl:
             except EOFError:
                 reason = ""
             return Decline(reason)
+        self.renderer.waiting()  # while it runs
         return answer
 
     def resume(self, path: Path) -> None:
@@ -204,7 +205,7 @@ class Repl:
             elif isinstance(message, AssistantToolUse):
                 c = message.call
                 call = ev.ToolCallEvent(c.id, c.name, c.arguments, c.salvaged)
-                self.renderer.tool_call(call, preview=False)
+                self.renderer.tool_call(call, preview=False, running=False)
             elif isinstance(message, ToolResult):
                 self.renderer.tool_result(
                     ev.ToolResultEvent(message.call_id, message.is_error, message.content)
@@ -267,7 +268,10 @@ class Repl:
             raise UsageError("!COMMAND runs a shell command, e.g. !git status")
         call = ToolCall("shell", "bash", {"command": command})
         self.renderer.tool_call(ev.ToolCallEvent(call.id, call.name, call.arguments), preview=False)
-        result = self.chat.run_shell(command)
+        try:
+            result = self.chat.run_shell(command)
+        finally:
+            self.renderer.finish_stream()
         self.renderer.tool_result(ev.ToolResultEvent(call.id, result.is_error, result.content))
         self.say("(the model sees this with your next message)")
 

@@ -190,36 +190,29 @@ def _reasoning(repl: Repl, _arg: str) -> None:
     repl.say(f"reasoning is {'shown' if renderer.show_reasoning else 'collapsed'} from now on")
 
 
-STARTER_AGENTS_MD = """\
-# Project instructions for coding agents
-
-bosun (and other agents) read this file at the start of every session.
-Keep it short: it is part of every prompt.
-
-## Layout
-- describe the main folders here
-
-## Commands
-- build: ...
-- test: ...
-
-## Conventions
-- code style, naming, things to avoid
-"""
+INIT_PROMPT = """\
+Survey this project and write AGENTS.md at its root: the instructions a coding agent \
+reads at the start of every session. Look first (list_dir, read_file on the README, \
+the build or package files, a test or two); do not guess. Then write a short file \
+(under 60 lines) with: what the project is, in one or two sentences; the layout (the \
+main folders and what is in them); the commands to build, test and lint, exactly as \
+the project runs them; the conventions to keep (style, naming, what to avoid). \
+{existing}Write only what you checked."""
+INIT_EXISTING = "AGENTS.md exists: read it, keep what is still true and improve the rest. "
 
 
-def write_agents_md(workspace: Path) -> Path:
-    """`/init`: a starter AGENTS.md; never overwrites one the user wrote."""
-    path = workspace / "AGENTS.md"
-    if path.exists():
-        raise UsageError(f"{path} already exists; edit it instead")
-    path.write_text(STARTER_AGENTS_MD, encoding="utf-8")
-    return path
+def init_prompt(workspace: Path) -> str:
+    """`/init`: what the model is asked, as Claude Code's /init does: survey the
+    project and write AGENTS.md itself (the approval mode decides about the write)."""
+    exists = (workspace / "AGENTS.md").is_file()
+    return INIT_PROMPT.format(existing=INIT_EXISTING if exists else "")
 
 
 def _init(repl: Repl, _arg: str) -> None:
-    path = write_agents_md(repl.chat.workspace)
-    repl.say(f"wrote {path}; edit it, then /clear starts a session that reads it")
+    repl.say("asking the model to survey the project and write AGENTS.md")
+    repl.send(init_prompt(repl.chat.workspace))
+    if (repl.chat.workspace / "AGENTS.md").is_file():
+        repl.say("AGENTS.md is read at the start of every session; /clear starts one")
 
 
 def _mcp(repl: Repl, _arg: str) -> None:
@@ -275,7 +268,7 @@ COMMANDS: dict[str, Command] = {
         Command("/usage", "tokens, cache hits, speed, context", _usage),
         Command("/mcp", "MCP servers: status and tools", _mcp),
         Command("/reasoning", "show the last reasoning; toggle showing it", _reasoning),
-        Command("/init", "write a starter AGENTS.md", _init),
+        Command("/init", "have the model survey the project and write AGENTS.md", _init),
         Command("/exit", "leave (Ctrl-D does too)", _exit),
     ]
 }

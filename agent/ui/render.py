@@ -196,9 +196,12 @@ class Renderer:
             why = f": {visible(event.error)}" if event.error else ""
             self.console.print(Text(f"■ stopped ({event.status}){why}", style="yellow"))
 
-    def tool_call(self, event: ev.ToolCallEvent, preview: bool = True) -> None:
+    def tool_call(
+        self, event: ev.ToolCallEvent, preview: bool = True, running: bool = True
+    ) -> None:
         """A compact panel: name, arguments on one line each, the diff it would make
-        (not for a replayed call: the file has changed since, the diff would lie)."""
+        (not for a replayed call: the file has changed since, the diff would lie); then
+        the spinner while the call runs (a question about it stops the spinner first)."""
         width = max(20, self.console.width - 8)
         body = Text()
         for i, (key, value) in enumerate(event.arguments.items()):
@@ -219,6 +222,8 @@ class Renderer:
                 padding=(0, 1),
             )
         )
+        if running:
+            self.waiting()
 
     def tool_result(self, event: ev.ToolResultEvent) -> None:
         lines = event.content.splitlines()

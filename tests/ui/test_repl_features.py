@@ -124,13 +124,18 @@ def test_resume_without_an_id_offers_this_folders_sessions(
 
     again = Terminal(terminal.home)
     try:
-        again.start("--model", f"scripted:{script}", "--workspace", str(workspace), "--resume")
+        again.start(
+            "--model", f"scripted:{script}", "--workspace", str(workspace), "--resume",
+            "--context-size", "4096",
+        )  # fmt: skip
         screen = again.wait_for("Resume which?")
         assert "remember the word tangerine" in screen and " 1  " in screen
         again.type("1")
         again.send("Enter")
         again.wait_for("resumed: 3 messages")
-        again.wait_for(prompt_ready)
+        screen = again.wait_for(prompt_ready)
+        # the status bar knows the resumed context before any new call
+        assert "ctx 0/" not in screen.splitlines()[-1] and "/4.1k" in screen.splitlines()[-1]
     finally:
         again.close()
     [path] = session_files()  # the same session file goes on
@@ -160,3 +165,33 @@ def test_a_nearly_full_context_leaves_the_chat_usable(terminal: Terminal, worksp
     [path] = session_files()
     assert users(path)[-1] == "Say hello."
     assert load_messages(path)[-1] != User("Say hello.")  # the model answered it
+
+
+def test_init_has_the_model_write_agents_md_and_a_spinner_runs_with_bash(
+    terminal: Terminal, workspace: Path, script_file
+) -> None:
+    script = script_file(
+        tool_call("write_file", path="AGENTS.md", content="# notes project\n"),
+        "Wrote AGENTS.md.",
+        tool_call("bash", command="sleep 3; echo slept"),
+        "Slept.",
+    )
+    terminal.start("--model", f"scripted:{script}", "--workspace", str(workspace))
+    terminal.wait_for(prompt_ready)
+    terminal.type("/init")
+    terminal.send("Enter")
+    terminal.wait_for("Allow write_file?")
+    terminal.send("y")
+    terminal.wait_for("Wrote AGENTS.md.")
+    terminal.wait_for(prompt_ready)
+    assert (workspace / "AGENTS.md").read_text() == "# notes project\n"
+    [path] = session_files()
+    assert users(path)[0].startswith("Survey this project and write AGENTS.md")
+
+    terminal.type("sleep a bit")
+    terminal.send("Enter")
+    terminal.wait_for("Allow bash?")
+    terminal.send("y")
+    terminal.wait_for(lambda s: "working…" in s.split("Allow bash?")[-1], timeout=3)
+    terminal.wait_for("Slept.")
+    terminal.wait_for(prompt_ready)
