@@ -264,3 +264,36 @@ def test_stubs_come_first_and_spare_a_model_call() -> None:
     assert event.tokens_after <= Limits(1000).goal < event.tokens_before
     assert "c4" not in compactor.view.stubs and "c5" not in compactor.view.stubs
     assert "read_file" in event.stubs["c0"] and "elided" in event.stubs["c0"]
+
+
+def test_a_result_is_cut_to_the_room_the_fixed_part_leaves(tmp_path: Path) -> None:
+    """A small context whose system prompt and tools take most of it: a result within
+    the usual share (a quarter) still would not leave room for the next prompt, so it
+    is cut to the room there is, and the run goes on instead of overflowing."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "big.txt").write_text(" ".join(f"w{i}" for i in range(3000)))
+    script = tmp_path / "script.jsonl"
+    steps = [
+        {"completion": tool_call("read_file", path="big.txt")},
+        {"completion": "Read."},
+        {"match": "Summarise this session so far", "completion": SUMMARY},
+    ]
+    script.write_text("\n".join(json.dumps(s) for s in steps) + "\n")
+
+    def run(n_ctx: int) -> tuple[ev.RunFinished, list[int]]:
+        driver, profile = open_model(f"scripted:{script}", context_size=n_ctx)
+        events: list[ev.AgentEvent] = []
+        agent = build_agent(
+            driver, profile, workspace, events.append, on_message=lambda m: None,
+            budget=Budget(), approve="auto", constrain="never", context_size=n_ctx,
+        )  # fmt: skip
+        start_session(agent, "room")
+        result = agent.run("Read big.txt.")
+        return result, [e.prompt_tokens for e in events if isinstance(e, ev.TurnFinished)]
+
+    _, [fixed, *_] = run(16384)  # the first prompt: system prompt, tools, task
+    n_ctx = fixed + 300  # a quarter of it is more than the 300 tokens left
+    result, prompts = run(n_ctx)
+    assert result.status == "done", result.error
+    assert len(prompts) == 2 and max(prompts) < n_ctx

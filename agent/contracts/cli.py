@@ -128,29 +128,38 @@ _KILLED = {
 }
 
 
+WIDE_TABLE = 160  # columns the full table needs
+
+
 def _print_table(result: Any) -> None:
     from rich.console import Console
     from rich.table import Table
 
     console = Console(width=None if sys.stdout.isatty() else 200, highlight=False)
+    # A terminal narrower than the full table gets the columns that say whether the
+    # promise holds (the falsifier's id names its contract); --json has everything.
+    wide = console.width >= WIDE_TABLE
+    columns = ("contract", "obligation", "falsifier", "green?", "mutant", "killed?", "s")
+    if not wide:
+        columns = ("falsifier", "green?", "killed?", "s")
     table = Table(box=None, pad_edge=False)
-    for column in ("contract", "obligation", "falsifier", "green?", "mutant", "killed?", "s"):
+    for column in columns:
         table.add_column(column, no_wrap=column != "mutant")
     for row in result.rows:
         f = row.falsifier
         killed = ""
         if result.mutate:
             killed = _KILLED.get(row.mutant.status, row.mutant.status) if row.mutant else "—"
-        table.add_row(
-            f.contract,
-            f.obligation,
-            f.id,
-            _GREEN.get(row.green.status, "✗ " + row.green.status),
-            f.mutation.describe() if f.mutation else "—",
-            killed,
-            f"{row.mutant_seconds:.1f}" if row.mutant else "",
-            style=None if row.ok else "red",
-        )
+        cells = {
+            "contract": f.contract,
+            "obligation": f.obligation,
+            "falsifier": f.id,
+            "green?": _GREEN.get(row.green.status, "✗ " + row.green.status),
+            "mutant": f.mutation.describe() if f.mutation else "—",
+            "killed?": killed,
+            "s": f"{row.mutant_seconds:.1f}" if row.mutant else "",
+        }
+        table.add_row(*(cells[c] for c in columns), style=None if row.ok else "red")
     console.print(table)
     for row in result.rows:
         if row.ok:
