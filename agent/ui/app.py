@@ -38,33 +38,13 @@ from agent.tools.sandbox import SandboxPolicy, resolve_sandbox
 from agent.ui import commands
 from agent.ui.diff import preview_diff
 from agent.ui.input import Input, SlashCompleter
+from agent.ui.keys import EscWatcher
 from agent.ui.render import Renderer
 from agent.untrusted import visible
 from drivers.bundled import pending_assembly
 
 REPLAY_MESSAGES = 6
 _ANSWERS: dict[str, Approval] = {"y": "yes", "n": "no", "a": "always"}
-
-
-@contextlib.contextmanager
-def no_echo() -> Iterator[None]:
-    """Keys typed while the model streams are not echoed: the tty's "^C" (or any typed
-    character) would land inside the live region and leave a duplicated line behind."""
-    try:
-        import termios
-
-        fd = sys.stdin.fileno()
-        saved = termios.tcgetattr(fd)
-    except (ImportError, OSError, ValueError):
-        yield
-        return
-    quiet = termios.tcgetattr(fd)
-    quiet[3] &= ~(termios.ECHO | termios.ECHOCTL)
-    termios.tcsetattr(fd, termios.TCSANOW, quiet)
-    try:
-        yield
-    finally:
-        termios.tcsetattr(fd, termios.TCSANOW, saved)
 
 
 def _short(n: int) -> str:
@@ -85,6 +65,7 @@ class Repl:
     ):
         self.console = console
         self._status: Status | None = None  # the loading spinner, while there is one
+        self._keys: EscWatcher | None = None  # Esc watching, while the model works
         self.renderer = Renderer(console, self._preview, show_reasoning)
         self.confirm_assembly(config.model)
         with self.loading(config.model):
@@ -172,16 +153,17 @@ class Repl:
     def approve(self, call: ToolCall, tool: Tool) -> Approval:
         self.renderer.finish_stream()  # no spinner under the question
         question = f"Allow {call.name}? [y]es / [n]o / [a]lways for this tool "
-        try:
-            answer = _ANSWERS[self.input.ask_key(question, "yna")]
-        except EOFError:
-            answer = "no"
-        if answer == "no":  # the turn ends; what to do instead goes to the model
+        with self._keys.paused() if self._keys is not None else contextlib.nullcontext():
             try:
-                reason = self.input.ask("What should it do instead? (Enter: just stop) ")
+                answer = _ANSWERS[self.input.ask_key(question, "yna")]
             except EOFError:
-                reason = ""
-            return Decline(reason)
+                answer = "no"
+            if answer == "no":  # the turn ends; what to do instead goes to the model
+                try:
+                    reason = self.input.ask("What should it do instead? (Enter: just stop) ")
+                except EOFError:
+                    reason = ""
+                return Decline(reason)
         self.renderer.waiting()  # while it runs
         return answer
 
@@ -255,11 +237,12 @@ class Repl:
         if expanded.attached:
             self.say("attached: " + ", ".join(expanded.attached))
         self.renderer.waiting()
-        with no_echo():
+        with EscWatcher(self.chat.agent.cancel.set) as self._keys:
             try:
                 self.chat.send(expanded.text)
             finally:
                 self.renderer.finish_stream()
+                self._keys = None
 
     def shell(self, command: str) -> None:
         """`!command`: run by bash's own rules (sandbox, approval mode), shown here, and

@@ -195,3 +195,33 @@ def test_init_has_the_model_write_agents_md_and_a_spinner_runs_with_bash(
     terminal.wait_for(lambda s: "working…" in s.split("Allow bash?")[-1], timeout=3)
     terminal.wait_for("Slept.")
     terminal.wait_for(prompt_ready)
+
+
+def test_esc_stops_the_answer_like_ctrl_c(terminal: Terminal, workspace: Path, script_file) -> None:
+    words = [f"word{i} " + ("\n\n" if i % 8 == 7 else "") for i in range(300)]
+    script = script_file(
+        {"chunks": words, "delay_ms": 20},
+        tool_call("write_file", path="b.txt", content="x\n"),
+        "After the write.",
+    )
+    terminal.start("--model", f"scripted:{script}", "--workspace", str(workspace))
+    terminal.wait_for(prompt_ready)
+    terminal.type("go")
+    terminal.send("Enter")
+    terminal.wait_for("word12")
+    terminal.send("Left")  # an escape sequence (Esc [ D) is not an Esc
+    terminal.wait_for("word20")
+    terminal.send("Escape")
+    screen = terminal.wait_for("stopped (interrupted)")
+    terminal.wait_for(prompt_ready)
+    assert "word299" not in screen
+    # the approval question still gets its keys while the watcher is paused
+    terminal.type("write b")
+    terminal.send("Enter")
+    terminal.wait_for("Allow write_file?")
+    terminal.send("y")
+    terminal.wait_for("After the write.")
+    terminal.wait_for(prompt_ready)
+    assert (workspace / "b.txt").read_text() == "x\n"
+    terminal.send("C-d")
+    terminal.wait_for("[exit 0]")
