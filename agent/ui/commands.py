@@ -15,12 +15,13 @@ from rich.table import Table
 from rich.text import Text
 
 from agent.errors import UsageError
-from agent.history import to_json
+from agent.history import ToolResult, to_json
 from agent.listing import session_path, sessions_rows
 from agent.permissions import APPROVE_MODES, decision
 from agent.tools.sandbox import resolve_sandbox
 from agent.transcript import transcript
 from agent.ui.diff import diff_text
+from agent.untrusted import visible
 
 if TYPE_CHECKING:
     from agent.ui.app import Repl
@@ -245,6 +246,19 @@ def _diff(repl: Repl, _arg: str) -> None:
     repl.console.print(diff_text(text, limit=2000))
 
 
+def _result(repl: Repl, arg: str) -> None:
+    """A tool result in full: the screen shows a few lines of each."""
+    results = [m for m in repl.chat.history if isinstance(m, ToolResult)]
+    back = int(arg) if arg.isdigit() and int(arg) > 0 else 1
+    if arg and not arg.isdigit():
+        raise UsageError("/result N shows the Nth latest tool result (default 1)")
+    if back > len(results):
+        raise UsageError(f"there are {len(results)} tool results in this session")
+    result = results[-back]
+    repl.say(f"result {result.call_id} ({len(result.content.splitlines())} lines):")
+    repl.console.print(Text(visible(result.content), style="red" if result.is_error else ""))
+
+
 def _exit(_repl: Repl, _arg: str) -> bool:
     return True
 
@@ -260,6 +274,7 @@ COMMANDS: dict[str, Command] = {
         Command("/clear", "start a new session", _clear),
         Command("/undo", "put back the files the last turn changed", _undo),
         Command("/diff", "what bosun's file tools changed in this session", _diff),
+        Command("/result", "the latest tool result in full; /result N, the Nth latest", _result),
         Command("/compact", "make the context smaller now (old results, a summary)", _compact),
         Command("/save", "where the session is saved; /save FILE(.md|.json) exports it", _save),
         Command("/sessions", "recent sessions", _sessions),

@@ -235,7 +235,8 @@ class Renderer:
             shown = "    " + visible(line)
             self.console.print(Text(shown, style=style, no_wrap=True, overflow="ellipsis"))
         if len(lines) > RESULT_PREVIEW_LINES:
-            self.console.print(Text(f"    … {len(lines) - RESULT_PREVIEW_LINES} more", style=style))
+            more = len(lines) - RESULT_PREVIEW_LINES
+            self.console.print(Text(f"    … {more} more (/result shows all)", style=style))
 
 
 class _Working:

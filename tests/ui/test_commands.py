@@ -120,7 +120,7 @@ def test_model_and_reasoning_and_exit(repl: FakeRepl) -> None:
 def test_find_takes_unique_prefixes() -> None:
     assert commands.find("/he").name == "/help"
     with pytest.raises(UsageError, match="unknown command"):
-        commands.find("/re")  # /render, /resume, /reasoning
+        commands.find("/re")  # /result, /render, /resume, /reasoning
     with pytest.raises(UsageError):
         commands.find("/nothing")
 
@@ -134,7 +134,7 @@ def test_completion_of_commands_and_arguments() -> None:
     def complete(text: str) -> list[str]:
         return [c.text for c in completer.get_completions(Document(text), CompleteEvent())]
 
-    assert complete("/re") == ["/resume", "/render", "/reasoning"]
+    assert complete("/re") == ["/result", "/resume", "/render", "/reasoning"]
     assert complete("/approve au") == ["auto-edit", "auto"]
     assert complete("hello /re") == []
     assert complete("/clear x") == []

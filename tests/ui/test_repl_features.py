@@ -225,3 +225,18 @@ def test_esc_stops_the_answer_like_ctrl_c(terminal: Terminal, workspace: Path, s
     assert (workspace / "b.txt").read_text() == "x\n"
     terminal.send("C-d")
     terminal.wait_for("[exit 0]")
+
+
+def test_result_shows_a_cut_tool_result_in_full_and_y_approves_all(
+    terminal: Terminal, workspace: Path, script_file
+) -> None:
+    (workspace / "notes.txt").write_text("".join(f"note line {n}\n" for n in range(1, 11)))
+    script = script_file(tool_call("read_file", path="notes.txt"), "Read it.")
+    terminal.start("--model", f"scripted:{script}", "--workspace", str(workspace), "-y")
+    terminal.wait_for(prompt_ready)
+    screen = ask(terminal, "read the notes", "Read it.")
+    assert "(/result shows all)" in screen and "note line 10" not in screen
+    assert "Allow" not in screen  # -y: --approve auto
+    screen = ask(terminal, "/result", "note line 10")
+    assert "note line 9" in screen
+    ask(terminal, "/result 2", "there are 1 tool results")
