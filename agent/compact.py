@@ -25,6 +25,7 @@ from agent.context import (
     stub_for,
     task_index,
     transcript,
+    user_turns,
 )
 from agent.history import AssistantToolUse, Message, ToolResult, User
 from agent.profile import ModelProfile
@@ -154,6 +155,14 @@ class Compactor:
         if excess > 0:
             stubs.update(self._stub(history, last, excess, force))
         cut, summary, elided = self._summarise(history, specs, starts, last, target, summarise)
+        points = user_turns(history, last)
+        if points and self.size(history, specs) > self.limits.hard:
+            # Last resort: the latest round itself leaves no room to answer (a long reply
+            # in a small context). Cut at the user's latest words rather than send a
+            # prompt the model cannot answer, which would fail every message after it.
+            more = self._summarise(history, specs, points, points[-1], self.limits.hard, summarise)
+            if more[1]:
+                cut, summary, elided = more[0], more[1], elided + more[2]
         if not stubs and not summary:
             return None
         after = self.size(history, specs)
@@ -182,15 +191,16 @@ class Compactor:
         self,
         history: Sequence[Message],
         specs: Sequence[dict[str, Any]],
-        starts: list[int],
+        points: list[int],
         protect: int,
         target: int,
         summarise: Summarise,
     ) -> tuple[int, str, int]:
-        """(cut, summary, rounds elided), or (cut, "", 0) when stubs were enough."""
+        """(cut, summary, rounds elided), or (cut, "", 0) when stubs were enough; the
+        cut is the earliest of `points` up to `protect` that gets under `target`."""
         if self.size(history, specs) <= target:
             return self.view.cut, "", 0
-        candidates = [s for s in starts if s > self.view.cut and s <= protect]
+        candidates = [s for s in points if s > self.view.cut and s <= protect]
         if not candidates:
             return self.view.cut, "", 0
         shown = self.view.messages(history)
@@ -212,6 +222,6 @@ class Compactor:
             with contextlib.suppress(DriverError):  # a failed summary is not a failed run
                 summary = summarise(shown, elided_part)
         summary = summary or transcript(elided_part, self.view.summary, self.summary_tokens * 3)
-        elided = sum(1 for s in starts if first <= s < cut)
+        elided = sum(1 for s in round_starts(history) if first <= s < cut)
         self.view.apply({"summary": summary, "cut": cut})
         return cut, summary, elided

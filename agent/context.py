@@ -54,6 +54,11 @@ class Limits:
         return int(self.n_ctx * self.compact_at)
 
     @property
+    def hard(self) -> int:
+        """The largest prompt that still leaves the model room to answer."""
+        return self.n_ctx - self.min_reply
+
+    @property
     def goal(self) -> int:
         """Where a compaction stops: below the ceiling by a margin, whatever it is."""
         return int(self.n_ctx * min(self.target, self.compact_at * 0.75))
@@ -130,6 +135,12 @@ def round_starts(history: Sequence[Message]) -> list[int]:
         for i in range(task + 1, len(history))
         if _assistant_side(history[i]) and not _assistant_side(history[i - 1])
     ]
+
+
+def user_turns(history: Sequence[Message], after: int) -> list[int]:
+    """The user's messages after `after`: places a view may cut as a last resort (a
+    user message never stands between a call and its result)."""
+    return [i for i in range(after + 1, len(history)) if isinstance(history[i], User)]
 
 
 @dataclass

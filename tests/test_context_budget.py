@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,15 @@ from agent.budget import Budget
 from agent.chat import ChatSession
 from agent.config import Config
 from agent.context import Counter, Limits, View, cap_result, round_starts
-from agent.history import AssistantToolUse, Message, System, ToolCall, ToolResult, User
+from agent.history import (
+    Assistant,
+    AssistantToolUse,
+    Message,
+    System,
+    ToolCall,
+    ToolResult,
+    User,
+)
 from agent.session import SessionLog, load_messages, load_session
 from drivers.scripted import approx_tokens
 from tests.helpers import tool_call
@@ -297,3 +306,44 @@ def test_a_result_is_cut_to_the_room_the_fixed_part_leaves(tmp_path: Path) -> No
     result, prompts = run(n_ctx)
     assert result.status == "done", result.error
     assert len(prompts) == 2 and max(prompts) < n_ctx
+
+
+def test_a_long_answer_in_a_small_context_never_wedges_the_session(
+    tmp_path: Path, bosun_home: Path
+) -> None:
+    """A small context whose system prompt and tools take most of it, and a long answer:
+    the latest round alone leaves no room to answer the next message. The compaction
+    then cuts at the user's new message, so every later message still gets an answer
+    (before: each one failed with "the prompt is N tokens but the context holds M")."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "a.txt").write_text(" ".join(f"w{i}" for i in range(80)))
+    long_answer = " ".join(f"point{i}" for i in range(260))
+    script = tmp_path / "script.jsonl"
+    steps = [
+        {"completion": tool_call("read_file", path="a.txt")},
+        {"completion": long_answer},
+        {"completion": "Hello."},
+        {"completion": "Hello again."},
+        {"match": "Summarise this session so far", "completion": SUMMARY},
+    ]
+    script.write_text("\n".join(json.dumps(s) for s in steps) + "\n")
+    config = Config(model=f"scripted:{script}", approve="auto", context_size=16384)
+    probe = ChatSession(config, workspace, lambda _e: None, None)
+    probe.start_new()
+    fixed = probe.agent.compactor.size([*probe.history, User("Read a.txt.")], probe.tools.specs())
+    probe.close()
+    n_ctx = fixed + 400  # the long answer alone takes most of what is left
+    events: list[ev.AgentEvent] = []
+    config = replace(config, context_size=n_ctx)
+    chat = ChatSession(config, workspace, events.append, None)
+    chat.start_new()
+    statuses = [chat.send(m).status for m in ("Read a.txt.", "Say hello.", "And again.")]
+    assert statuses == ["done"] * 3, [e for e in events if isinstance(e, ev.RunFinished)]
+    prompts = [e.prompt_tokens for e in events if isinstance(e, ev.TurnFinished)]
+    assert len(prompts) == 4 and max(prompts) <= n_ctx - Limits(n_ctx).min_reply
+    shown = chat.agent.compactor.view.messages(chat.history)
+    assert shown[-2:] == [User("And again."), Assistant("Hello again.")]
+    assert_pairs_valid(shown)
+    assert Assistant(long_answer) in chat.history  # the record keeps it
+    chat.close()

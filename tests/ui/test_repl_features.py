@@ -4,6 +4,7 @@ approvals, /tools after "always", /diff and /undo, @file mentions with completio
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -160,11 +161,16 @@ def test_a_nearly_full_context_leaves_the_chat_usable(terminal: Terminal, worksp
         terminal.wait_for(lambda s, n=start: prompt_ready(s) and len(s) > n, timeout=240)
     screen = terminal.scrollback()
     assert "internal error" not in screen and "Traceback" not in screen
+    assert "stopped (error)" not in screen, screen
     terminal.send("C-d")
     terminal.wait_for("[exit 0]", 30)
     [path] = session_files()
     assert users(path)[-1] == "Say hello."
-    assert load_messages(path)[-1] != User("Say hello.")  # the model answered it
+    # every message got a model turn that ended without an error (what the model said,
+    # a 135M model's, may be anything, even nothing)
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    results = [r for r in records if r.get("type") == "result"]
+    assert [r["status"] != "error" for r in results] == [True] * 3, (results, screen)
 
 
 def test_init_has_the_model_write_agents_md_and_a_spinner_runs_with_bash(
