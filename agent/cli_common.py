@@ -114,7 +114,9 @@ def table(rows: list[dict[str, str]], columns: list[str]) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from agent.ui.render import cell
+
     table = Table(*columns, box=None, pad_edge=False)
     for row in rows:
-        table.add_row(*(row.get(c, "") for c in columns))
+        table.add_row(*(cell(row.get(c, "")) for c in columns))
     Console(soft_wrap=True).print(table)

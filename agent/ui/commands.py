@@ -21,6 +21,7 @@ from agent.permissions import APPROVE_MODES, decision
 from agent.tools.sandbox import resolve_sandbox
 from agent.transcript import transcript
 from agent.ui.diff import diff_text
+from agent.ui.render import cell
 from agent.untrusted import visible
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ def _tools(repl: Repl, _arg: str) -> None:
         verdict = verdicts[decision(repl.chat.agent.approve, tool.kind, sandboxed=sandboxed)]
         if verdict == "asks" and name in repl.chat.agent.always_allowed:
             verdict = "runs (always)"
-        table.add_row(name, tool.kind, verdict, tool.description)
+        table.add_row(name, tool.kind, verdict, cell(tool.description))
     repl.console.print(table)
 
 
@@ -146,7 +147,7 @@ def _sessions(repl: Repl, _arg: str) -> None:
     for row in rows:
         mark = "*" if row["id"] == repl.chat.id else ""
         style = "" if row["workspace"] == here else "dim"
-        table.add_row(row["id"] + mark, row["model"], row["prompt"][:40], style=style)
+        table.add_row(row["id"] + mark, cell(row["model"]), cell(row["prompt"][:40]), style=style)
     repl.console.print(table)
     repl.say("dim: another workspace · * this session · /resume ID continues one")
 
@@ -225,7 +226,8 @@ def _mcp(repl: Repl, _arg: str) -> None:
         return
     table = Table("server", "status", "tools", "note", box=None)
     for row in rows(hub):
-        table.add_row(row["server"], row["status"], ", ".join(row["tools"]), row["note"])
+        tools = ", ".join(row["tools"])
+        table.add_row(*(cell(c) for c in (row["server"], row["status"], tools, row["note"])))
     repl.console.print(table)
 
 

@@ -30,6 +30,12 @@ RESULT_PREVIEW_LINES = 3
 Preview = Callable[[str, dict[str, Any]], str | None]
 
 
+def cell(value: str) -> Text:
+    """A table cell of text from outside (a prompt, an MCP server's description): as
+    plain text, since rich would read `[/x]` in a str cell as markup and raise."""
+    return Text(visible(value))
+
+
 def stable_cut(text: str) -> int:
     """Where the finished part of streamed Markdown ends: after the last blank line
     outside a code fence. Everything before it renders the same whatever comes next."""

@@ -138,3 +138,20 @@ def test_completion_of_commands_and_arguments() -> None:
     assert complete("/approve au") == ["auto-edit", "auto"]
     assert complete("hello /re") == []
     assert complete("/clear x") == []
+
+
+def test_tables_show_outside_text_as_it_is(repl: FakeRepl, monkeypatch, capsys) -> None:
+    """A prompt or an MCP tool's description is text from outside: rich markup in it
+    (`[/bold]` used to raise MarkupError, an internal error) and escape sequences are
+    shown, never interpreted."""
+    from agent import cli_common
+
+    hostile = "fix [/bold] the [red]bug\x1b[2J"
+    repl.chat.send(hostile)
+    repl.run("/clear")
+    out = repl.run("/sessions")
+    assert "[/bold]" in out and "[red]bug\\x1b[2J" in out and "\x1b" not in out
+    monkeypatch.setattr(cli_common.sys.stdout, "isatty", lambda: True)
+    cli_common.table([{"id": "x", "prompt": hostile}], ["id", "prompt"])
+    printed = capsys.readouterr().out
+    assert "[/bold] the [red]bug\\x1b[2J" in printed
