@@ -155,6 +155,7 @@ class LlamaDriver:
         self._control: dict[int, bool] = {}
         self._head_memo: tuple[tuple[str, tuple[tuple[int, int], ...]], list[int]] | None = None
         self._halt: Halt | None = None  # asked by llama.cpp during a prompt's decode
+        self._aborted = False  # the callback said stop during the current decode
         self._abort = self._abortable()
         # How the last reply's tokens were drawn (llama_sample.Sampler.stats), for benches.
         self.last_sampling: dict[str, int] = {}
@@ -244,14 +245,14 @@ class LlamaDriver:
         n = min(common_prefix(self._head_memo[1], tokens), len(tokens) - 1)
         return n if n >= MIN_HEAD_TOKENS else 0
 
-    def _warm_start(self, tokens: list[int], head: int) -> int:
+    def _warm_start(self, tokens: list[int], head: int, halt: Halt) -> int:
         """Have the KV cache hold the prompt's head, as cheaply as it can be had, and
         return how many prompt tokens need no evaluation (usage's cached_tokens).
 
         In memory first (this session's previous turn, a batch's previous task), else
         the longest saved state the prompt begins with; a head held nowhere is
-        evaluated on its own and saved for the next session. Mid-session the head is in
-        memory and no file is touched.
+        evaluated on its own (stoppable, like the rest of the prompt) and saved for the
+        next session. Mid-session the head is in memory and no file is touched.
         """
         held = self._cached_prefix(tokens)
         if head <= held or self.prefix_cache is None:
@@ -262,9 +263,7 @@ class LlamaDriver:
             if not held:  # llama.cpp refused it: never offer it again
                 with contextlib.suppress(OSError):
                     saved.path.unlink()
-        if head > held:
-            self.llm.n_tokens = held  # eval() drops whatever the cache held past this
-            self.llm.eval(tokens[held:head])
+        if head > held and self._evaluate(tokens, held, head, halt):
             state = snapshot(self.llm)
             if state is not None:
                 self.prefix_cache.store(tokens[:head], state)
@@ -283,31 +282,41 @@ class LlamaDriver:
         setter.restype = None
 
         def asked(_data: object) -> bool:
-            halt = self._halt
-            return halt is not None and bool(halt())
+            # Nothing may be raised into C (ctypes would print it and hand llama.cpp an
+            # undefined answer): a Ctrl-C raised in here is a stop like any other.
+            try:
+                halt = self._halt
+                stop = halt is not None and bool(halt())
+            except BaseException:
+                stop = True
+            self._aborted = self._aborted or stop
+            return stop
 
         self._abort_callback = llama_cpp.ggml_abort_callback(asked)  # kept alive here
         setter(self.llm._ctx.ctx, self._abort_callback, None)
         return True
 
     def _prefill(self, tokens: list[int], halt: Halt) -> bool:
-        """Evaluate the prompt (all but its last token, which generation starts from),
-        stoppable: through llama.cpp's abort callback where it can be set, else in
-        slices of about PREFILL_SLICE_S with `halt` asked between them (native code
-        holds a Ctrl-C until it returns). False when halted; the cache then holds the
-        batches evaluated so far, which the next call reuses."""
+        """Evaluate the prompt (all but its last token, which generation starts from);
+        False when halted."""
         pos, end = self._cached_prefix(tokens), len(tokens) - 1
-        if pos >= end:
-            return True
+        return pos >= end or self._evaluate(tokens, pos, end, halt)
+
+    def _evaluate(self, tokens: list[int], pos: int, end: int, halt: Halt) -> bool:
+        """Evaluate tokens[pos:end] after the `pos` the cache holds, stoppable: through
+        llama.cpp's abort callback where it can be set, else in slices of about
+        PREFILL_SLICE_S with `halt` asked between them (native code holds a Ctrl-C
+        until it returns). False when halted; the cache then holds the batches
+        evaluated so far, which the next call reuses."""
         if halt():
             return False
         self.llm.n_tokens = pos  # eval() goes on from here, dropping any stale tail
         if self._abort:
-            self._halt = halt
+            self._halt, self._aborted = halt, False
             try:
                 self.llm.eval(tokens[pos:end])
             except RuntimeError:  # llama_decode returned 2: aborted (or a real failure)
-                if halt():
+                if self._aborted or halt():
                     return False
                 raise
             finally:
@@ -363,7 +372,7 @@ class LlamaDriver:
         import llama_cpp
 
         start = time.perf_counter()
-        cached = self._warm_start(tokens, head)
+        cached = self._warm_start(tokens, head, halt)
         if not self._prefill(tokens, halt):
             ms = (time.perf_counter() - start) * 1000
             usage = Usage(prompt_tokens=len(tokens), cached_tokens=cached, ms=ms)

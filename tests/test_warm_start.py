@@ -201,3 +201,40 @@ def test_a_batch_evaluates_the_head_once(tmp_path: Path) -> None:
     assert len(entries()) == 1
     again = first_turns()  # a new process would do the same: a new driver, the saved head
     assert all(again[t]["cached_tokens"] >= head for t in ("t0", "t1", "t2"))
+
+
+@pytest.mark.parametrize("abort", [True, False], ids=["abort-callback", "slices"])
+def test_a_stop_while_the_head_is_first_evaluated_returns_early_and_saves_nothing(
+    abort: bool, tmp_path: Path
+) -> None:
+    """A new workspace's first message evaluates the head on its own before the rest;
+    a Ctrl-C then used to wait for the whole head (seconds: ~1,000 tokens on 2 cores).
+    The stop ends the call, no half-evaluated state is saved, and the next call goes on
+    from what was evaluated and saves the head then."""
+    import threading
+
+    from drivers.llama_cpp import open_llama
+
+    head = " ".join(f"word{i}" for i in range(300))  # ~1,150 tokens; 512 take ~1-2 s here
+    prompt = head + " and then the question"
+    driver = open_llama(MODEL, n_ctx=2048)
+    try:
+        driver._abort = driver._abort and abort
+        stop = threading.Event()
+        timer = threading.Timer(1.2, stop.set)
+        timer.start()
+        try:
+            chunks = list(driver.stream(prompt, max_tokens=4, halt=stop.is_set, head=len(head)))
+        finally:
+            timer.cancel()
+        last = chunks[-1]
+        assert last.finish_reason == "interrupted" and last.usage is not None
+        held = driver.llm.n_tokens
+        assert held < len(driver.tokenize(head)) - 1  # stopped inside the head
+        assert entries() == []  # nothing saved of a head not wholly evaluated
+        chunks = list(driver.stream(prompt, max_tokens=1, head=len(head)))
+        usage = chunks[-1].usage
+        assert usage is not None and usage.cached_tokens == held  # nothing evaluated twice
+        assert len(entries()) == 1
+    finally:
+        driver.close()

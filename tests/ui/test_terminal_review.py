@@ -1,0 +1,101 @@
+"""Findings of the terminal review that need a real model in a real terminal (tmux):
+the second bundled model asks before it is joined into the cache and keeps llama.cpp's
+log out of the chat; Ctrl-C while a long prompt is still being evaluated stops it."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from agent.session import load_messages, sessions_dir
+from drivers.bundled import BUNDLED, is_installed
+from tests.ui.tmux import Terminal, needs_chat, needs_tmux, prompt_ready
+
+pytestmark = [needs_tmux, needs_chat, pytest.mark.model]
+
+GEMMA = BUNDLED["gemma3-270m"]
+needs_gemma = pytest.mark.skipif(
+    not is_installed(GEMMA), reason=f"{GEMMA.pip_name} is not installed (./install.sh --dev)"
+)
+# What llama.cpp writes to stderr when nothing catches it, and a Gemma turn's markers.
+LOG_LINES = ("llama_", "ggml_", "load_tensors", "llama_model_loader", "print_info")
+TURN_MARKERS = ("<start_of_turn>", "<end_of_turn>", "<eos>", "<bos>")
+
+
+def send(terminal: Terminal, text: str) -> int:
+    """Type a line and press Enter; returns where the scrollback stood before."""
+    start = len(terminal.scrollback())
+    terminal.type(text)
+    terminal.send("Enter")
+    return start
+
+
+@needs_gemma
+def test_switching_to_gemma_asks_first_and_keeps_llama_logs_out(
+    terminal: Terminal, workspace: Path, script_file, tmp_path: Path, monkeypatch, bosun_home: Path
+) -> None:
+    """Finding 3: `/model gemma3-270m` used to write 253 MB into the cache unasked and
+    print llama.cpp's log line into the chat, and its replies showed turn markers."""
+    cache = tmp_path / "fresh-cache"
+    monkeypatch.setenv("BOSUN_CACHE", str(cache))  # the terminal's bosun inherits it
+    script = script_file("unused")
+    terminal.start(
+        "--model", f"scripted:{script}", "--workspace", str(workspace), "--constrain", "never"
+    )  # fmt: skip
+    terminal.wait_for(prompt_ready)
+
+    send(terminal, "/model gemma3-270m")
+    screen = terminal.wait_for("Go ahead? [y/N]")
+    assert "253 MB" in screen and str(cache) in screen.replace("\n", "")
+    terminal.send("n", "Enter")
+    terminal.wait_for("gemma3-270m not loaded")
+    terminal.wait_for(prompt_ready)
+    assert not (cache / "models").exists() or not any((cache / "models").iterdir())
+
+    send(terminal, "/model gemma3-270m")
+    terminal.wait_for("Go ahead? [y/N]")
+    terminal.send("y", "Enter")
+    terminal.wait_for("model: gemma3-270m", timeout=180)
+    terminal.wait_for(prompt_ready)
+    start = send(terminal, "Say hello in one short sentence.")
+    terminal.wait_for(lambda s: prompt_ready(s) and "tok/s" in s, 120, after=start)
+    screen = terminal.scrollback()
+    assert not [line for line in screen.splitlines() if line.startswith(LOG_LINES)], screen
+    assert not any(marker in screen for marker in TURN_MARKERS), screen
+    log = bosun_home / "logs" / "llama.log"
+    assert "gemma3" in log.read_text(errors="replace")  # llama.cpp's log went here instead
+    terminal.send("C-d")
+    terminal.wait_for("[exit 0]", 30)
+    [path] = sorted(sessions_dir().glob("*.jsonl"))
+    replies = [m for m in load_messages(path) if type(m).__name__ == "Assistant"]
+    assert replies and not any(m in r.content for r in replies for m in TURN_MARKERS)  # type: ignore[attr-defined]
+
+
+def test_ctrl_c_while_a_long_prompt_is_evaluated_stops_it_at_once(
+    terminal: Terminal, workspace: Path
+) -> None:
+    """Finding 6: Ctrl-C while the prompt was still being evaluated took seconds (the
+    whole prompt) with the spinner still spinning. A ~6,000-token prompt takes the real
+    SmolLM2 tens of seconds on 2 cores; the stop must come long before that."""
+    lines = "".join(f"{n:05d} the quick brown fox jumps over the lazy dog\n" for n in range(600))
+    (workspace / "big.txt").write_text(lines)  # ~6,000 tokens, under the 64 kB mention cap
+    terminal.start(
+        "--model", "smollm2-135m", "--workspace", str(workspace), "--context-size", "16384"
+    )
+    terminal.wait_for(prompt_ready, timeout=90)
+    send(terminal, "Summarise @big.txt")
+    terminal.wait_for("working…", 10)
+    time.sleep(1.0)  # well into the prompt's evaluation
+    asked = time.monotonic()
+    terminal.send("C-c")
+    terminal.wait_for("stopped (interrupted)", 30)
+    took = time.monotonic() - asked
+    terminal.wait_for(prompt_ready)
+    assert took < 5, f"the stop took {took:.1f} s"
+    terminal.send("C-d")
+    terminal.wait_for("[exit 0]", 30)
+    [path] = sorted(sessions_dir().glob("*.jsonl"))
+    history = load_messages(path)
+    assert type(history[-1]).__name__ == "User"  # nothing was generated for it
