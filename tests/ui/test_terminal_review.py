@@ -1,19 +1,24 @@
-"""Findings of the terminal review that need a real model in a real terminal (tmux):
-the second bundled model asks before it is joined into the cache and keeps llama.cpp's
-log out of the chat; Ctrl-C while a long prompt is still being evaluated stops it."""
+"""Findings of the terminal review not covered by the REPL tests, in a real terminal
+(tmux): the second bundled model asks before it is joined into the cache and keeps
+llama.cpp's log out of the chat; Ctrl-C while a long prompt is still being evaluated
+stops it; piped text joins the prompt; the listing commands fit 80 columns."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from agent.history import User
 from agent.session import load_messages, sessions_dir
 from drivers.bundled import BUNDLED, is_installed
-from tests.ui.tmux import Terminal, needs_chat, needs_tmux, prompt_ready
+from tests.helpers import tool_call
+from tests.ui.tmux import REPO, Terminal, needs_chat, needs_tmux, prompt_ready
 
-pytestmark = [needs_tmux, needs_chat, pytest.mark.model]
+pytestmark = [needs_tmux, needs_chat]
 
 GEMMA = BUNDLED["gemma3-270m"]
 needs_gemma = pytest.mark.skipif(
@@ -33,6 +38,7 @@ def send(terminal: Terminal, text: str) -> int:
 
 
 @needs_gemma
+@pytest.mark.model
 def test_switching_to_gemma_asks_first_and_keeps_llama_logs_out(
     terminal: Terminal, workspace: Path, script_file, tmp_path: Path, monkeypatch, bosun_home: Path
 ) -> None:
@@ -73,6 +79,7 @@ def test_switching_to_gemma_asks_first_and_keeps_llama_logs_out(
     assert replies and not any(m in r.content for r in replies for m in TURN_MARKERS)  # type: ignore[attr-defined]
 
 
+@pytest.mark.model
 def test_ctrl_c_while_a_long_prompt_is_evaluated_stops_it_at_once(
     terminal: Terminal, workspace: Path
 ) -> None:
@@ -99,3 +106,51 @@ def test_ctrl_c_while_a_long_prompt_is_evaluated_stops_it_at_once(
     [path] = sorted(sessions_dir().glob("*.jsonl"))
     history = load_messages(path)
     assert type(history[-1]).__name__ == "User"  # nothing was generated for it
+
+
+def test_piped_text_joins_the_prompt_on_a_terminal(
+    terminal: Terminal, workspace: Path, script_file, tmp_path: Path
+) -> None:
+    """Finding 7: `cat calc.py | bosun run "Summarise this code"` ignored the file."""
+    code = tmp_path / "calc.py"
+    code.write_text("def add(a, b):\n    return a + b\n")
+    script = script_file("It adds two numbers.")
+    terminal.start(
+        "Summarise this code", "--model", f"scripted:{script}", "--workspace", str(workspace),
+        command="run", pipe_from=code,
+    )  # fmt: skip
+    screen = terminal.wait_for("[exit 0]")
+    assert "It adds two numbers." in screen
+    [path] = sorted(sessions_dir().glob("*.jsonl"))
+    [task] = [m.content for m in load_messages(path) if isinstance(m, User)]
+    assert task.startswith("Summarise this code") and "return a + b" in task
+
+
+def test_listings_fit_80_columns_and_say_when_and_how_it_ended(
+    terminal: Terminal, workspace: Path, script_file, bosun_home: Path
+) -> None:
+    """Finding 8: `sessions list` had no date or status, `contracts check` printed
+    179-column lines on an 80-column terminal, and an unknown config key was ignored."""
+    script = script_file(tool_call("list_dir"), "Listed.")
+    run = [sys.executable, "-m", "agent", "run", "look [/bold] around"]
+    run += ["-m", f"scripted:{script}", "-w", str(workspace)]
+    assert subprocess.run(run, capture_output=True, cwd=REPO, timeout=60).returncode == 0
+
+    terminal.start("list", command="sessions")
+    screen = terminal.wait_for("[exit 0]")
+    lines = screen.splitlines()  # wrapped lines are joined again: a long one shows
+    [header] = [line for line in lines if line.split()[:2] == ["id", "when"]]
+    assert "status" in header and "done" in screen and "[/bold]" in screen
+    assert max(len(line.rstrip()) for line in lines) <= 80, screen
+    terminal.close()
+
+    terminal.start("check", "contracts/toolcall-retention-v1.yaml", command="contracts")
+    screen = terminal.wait_for("[exit 0]", 120)
+    assert "FALSIFY-" in screen
+    assert max(len(line.rstrip()) for line in screen.splitlines()) <= 80, screen
+    terminal.close()
+
+    (workspace / ".bosun.toml").write_text('aprove = "auto"\n')
+    terminal.start("-w", str(workspace), command="config")
+    screen = terminal.wait_for("[exit 2]")
+    assert "unknown setting 'aprove' (did you mean 'approve'?)" in screen.replace("\n", "")

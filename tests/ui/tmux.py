@@ -69,9 +69,15 @@ class Terminal:
             env["NO_COLOR"] = "1"
         return env
 
-    def start(self, *args: str, color: bool = False, command: str = "chat") -> None:
+    def start(
+        self, *args: str, color: bool = False, command: str = "chat", pipe_from: Path | None = None
+    ) -> None:
+        """`bosun COMMAND ARGS` in the pane; `pipe_from`: a file piped into its stdin
+        (`cat FILE | bosun …`, as typed at a shell), the screen still a terminal."""
         self.color = color
         chat = shlex.join([sys.executable, "-m", "agent", command, *args])
+        if pipe_from is not None:
+            chat = f"cat {shlex.quote(str(pipe_from))} | {chat}"
         # Keep the pane after exit so the test can read the exit code.
         command = f'{chat}; echo "[exit $?]"; sleep 300'
         self._tmux(
