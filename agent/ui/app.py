@@ -237,12 +237,16 @@ class Repl:
         if expanded.attached:
             self.say("attached: " + ", ".join(expanded.attached))
         self.renderer.waiting()
-        with EscWatcher(self.chat.agent.cancel.set) as self._keys:
-            try:
-                self.chat.send(expanded.text)
-            finally:
-                self.renderer.finish_stream()
-                self._keys = None
+        watcher = EscWatcher(self.chat.agent.cancel.set)
+        try:
+            with watcher as self._keys:
+                try:
+                    self.chat.send(expanded.text)
+                finally:
+                    self.renderer.finish_stream()
+                    self._keys = None
+        finally:
+            self.input.type_ahead(bytes(watcher.typed))
 
     def shell(self, command: str) -> None:
         """`!command`: run by bash's own rules (sandbox, approval mode), shown here, and

@@ -15,10 +15,27 @@ from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.history import FileHistory
-from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.input.typeahead import store_typeahead
+from prompt_toolkit.input.vt100_parser import Vt100Parser
+from prompt_toolkit.key_binding import KeyBindings, KeyPress, KeyPressEvent
 from prompt_toolkit.keys import Keys
 
 PROMPT = "> "
+# Keys typed during an answer that the next prompt gets (besides characters).
+TYPE_AHEAD_KEYS = {
+    Keys.ControlM,  # Enter
+    Keys.ControlJ,
+    Keys.ControlH,  # Backspace
+    Keys.ControlI,  # Tab
+    Keys.Left,
+    Keys.Right,
+    Keys.Up,
+    Keys.Down,
+    Keys.Home,
+    Keys.End,
+    Keys.Delete,
+    Keys.BracketedPaste,
+}
 CONTINUATION = ". "
 
 
@@ -108,6 +125,19 @@ class Input:
             enable_open_in_editor=False,
         )
         self._ask: PromptSession[str] = PromptSession()
+
+    def type_ahead(self, data: bytes) -> None:
+        """Keys typed while the model worked (the Esc watcher read them) are the next
+        prompt's first keys, as in a shell: text waits in the input line and a line
+        ended with Enter is sent. Other control keys (Ctrl-D would exit) are dropped."""
+        if not data:
+            return
+        keys: list[KeyPress] = []
+        parser = Vt100Parser(keys.append)
+        parser.feed(data.decode("utf-8", errors="replace"))
+        parser.flush()
+        kept = [k for k in keys if k.key in TYPE_AHEAD_KEYS or len(k.key) == 1]
+        store_typeahead(self.session.input, kept)
 
     def read(self) -> str:
         """The next message; KeyboardInterrupt (Ctrl-C on empty input) or EOFError (^D)."""

@@ -3,9 +3,10 @@
 While an answer streams, prompt-toolkit is not reading the terminal, so a key would be
 echoed into the live region (leaving duplicated lines) and Esc, in the tty's line mode,
 would sit unread until Enter. The watcher puts the tty in cbreak mode without echo and
-reads it on a thread: a lone Esc byte calls `on_escape`; escape sequences (arrow keys
-send Esc [ A in one read) and other keys are dropped. A question in the middle (a tool's
-approval) pauses it, so prompt-toolkit gets every key.
+reads it on a thread: a lone Esc byte calls `on_escape`; everything else (text, Enter,
+escape sequences such as an arrow key's Esc [ A, which arrive in one read) is kept in
+`typed`, for the next prompt to start with, as a shell keeps type-ahead. A question in
+the middle (a tool's approval) pauses it, so prompt-toolkit gets every key.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class EscWatcher:
         self._paused = False
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
+        self.typed = bytearray()  # what was typed meanwhile, Esc aside
 
     def __enter__(self) -> EscWatcher:
         try:
@@ -71,6 +73,8 @@ class EscWatcher:
                     data = os.read(self._fd, 64) if ready else b""
                     if data == ESC:
                         self.on_escape()
+                    else:
+                        self.typed += data
             if self._paused:
                 self._done.wait(POLL_S)
 

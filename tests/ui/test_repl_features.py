@@ -12,7 +12,7 @@ import pytest
 from agent.history import User
 from agent.session import load_messages, sessions_dir
 from tests.helpers import tool_call
-from tests.ui.tmux import Terminal, needs_chat, needs_tmux, prompt_ready
+from tests.ui.tmux import Terminal, input_line, needs_chat, needs_tmux, prompt_ready
 
 pytestmark = [needs_tmux, needs_chat]
 
@@ -231,6 +231,32 @@ def test_esc_stops_the_answer_like_ctrl_c(terminal: Terminal, workspace: Path, s
     assert (workspace / "b.txt").read_text() == "x\n"
     terminal.send("C-d")
     terminal.wait_for("[exit 0]")
+
+
+def test_keys_typed_during_an_answer_reach_the_next_prompt(
+    terminal: Terminal, workspace: Path, script_file
+) -> None:
+    """Type-ahead, as in a shell: the Esc watcher reads the keyboard while the model
+    answers, and used to drop every other key, so a `/exit` typed as the answer ended
+    was lost. A line ended with Enter is sent; the rest waits in the input line."""
+    words = [f"word{i} " for i in range(60)]
+    script = script_file({"chunks": words, "delay_ms": 30}, {"chunks": words, "delay_ms": 30})
+    terminal.start("--model", f"scripted:{script}", "--workspace", str(workspace))
+    terminal.wait_for(prompt_ready)
+    terminal.type("go")
+    terminal.send("Enter")
+    terminal.wait_for("word5")
+    terminal.type("/usage")
+    terminal.send("Enter")
+    terminal.type("and thé next")
+    screen = terminal.wait_for(lambda s: input_line(s) == "> and thé next")
+    assert "word59" in screen and "model calls" in screen  # /usage ran after the answer
+    terminal.send("Enter")
+    terminal.wait_for(lambda s: s.count("word59") == 2)
+    terminal.type("/exit")  # typed the moment the answer ends
+    terminal.send("Enter")
+    terminal.wait_for("[exit 0]")
+    assert users(session_files()[0]) == ["go", "and thé next"]
 
 
 def test_result_shows_a_cut_tool_result_in_full_and_y_approves_all(
