@@ -21,6 +21,7 @@ from typing import Any
 
 ESC = b"\x1b"
 POLL_S = 0.05
+TYPED_MAX = 64 * 1024  # type-ahead kept at most (a paste, not a file's worth)
 
 
 class EscWatcher:
@@ -73,7 +74,7 @@ class EscWatcher:
                     data = os.read(self._fd, 64) if ready else b""
                     if data == ESC:
                         self.on_escape()
-                    else:
+                    elif len(self.typed) < TYPED_MAX:
                         self.typed += data
             if self._paused:
                 self._done.wait(POLL_S)
