@@ -127,7 +127,7 @@ def test_piped_text_joins_the_prompt_on_a_terminal(
 
 
 def test_listings_fit_80_columns_and_say_when_and_how_it_ended(
-    terminal: Terminal, workspace: Path, script_file, bosun_home: Path
+    workspace: Path, script_file, bosun_home: Path
 ) -> None:
     """Finding 8: `sessions list` had no date or status, `contracts check` printed
     179-column lines on an 80-column terminal, and an unknown config key was ignored."""
@@ -136,21 +136,28 @@ def test_listings_fit_80_columns_and_say_when_and_how_it_ended(
     run += ["-m", f"scripted:{script}", "-w", str(workspace)]
     assert subprocess.run(run, capture_output=True, cwd=REPO, timeout=60).returncode == 0
 
-    terminal.start("list", command="sessions")
-    screen = terminal.wait_for("[exit 0]")
+    def shown(*args: str, command: str, exit_code: int = 0, timeout: float = 20) -> str:
+        """The screen of `bosun COMMAND ARGS` in a terminal of its own (a tmux server
+        just killed may still be going away, so a socket is never reused)."""
+        term = Terminal(bosun_home)
+        try:
+            term.start(*args, command=command)
+            return term.wait_for(f"[exit {exit_code}]", timeout)
+        finally:
+            term.close()
+
+    screen = shown("list", command="sessions")
     lines = screen.splitlines()  # wrapped lines are joined again: a long one shows
     [header] = [line for line in lines if line.split()[:2] == ["id", "when"]]
     assert "status" in header and "done" in screen and "[/bold]" in screen
     assert max(len(line.rstrip()) for line in lines) <= 80, screen
-    terminal.close()
 
-    terminal.start("check", "contracts/toolcall-retention-v1.yaml", command="contracts")
-    screen = terminal.wait_for("[exit 0]", 120)
+    screen = shown(
+        "check", "contracts/toolcall-retention-v1.yaml", command="contracts", timeout=120
+    )
     assert "FALSIFY-" in screen
     assert max(len(line.rstrip()) for line in screen.splitlines()) <= 80, screen
-    terminal.close()
 
     (workspace / ".bosun.toml").write_text('aprove = "auto"\n')
-    terminal.start("-w", str(workspace), command="config")
-    screen = terminal.wait_for("[exit 2]")
+    screen = shown("-w", str(workspace), command="config", exit_code=2)
     assert "unknown setting 'aprove' (did you mean 'approve'?)" in screen.replace("\n", "")
