@@ -60,8 +60,8 @@ def test_switching_to_gemma_asks_first_and_keeps_llama_logs_out(
     terminal.wait_for(prompt_ready)
     assert not (cache / "models").exists() or not any((cache / "models").iterdir())
 
-    send(terminal, "/model gemma3-270m")
-    terminal.wait_for("Go ahead? [y/N]")
+    start = send(terminal, "/model gemma3-270m")
+    terminal.wait_for("Go ahead? [y/N]", after=start)  # this time's question, not the first
     terminal.send("y", "Enter")
     terminal.wait_for("model: gemma3-270m", timeout=180)
     terminal.wait_for(prompt_ready)
