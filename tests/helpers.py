@@ -7,6 +7,8 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from agent.budget import Budget
 from agent.events import AgentEvent
 from agent.history import Message, System
@@ -14,7 +16,14 @@ from agent.profile import ModelProfile, profile_for
 from agent.prompt import system_prompt
 from agent.runtime import Agent
 from agent.tools import default_registry
+from drivers.bundled import BUNDLED, is_installed
 from drivers.scripted import ScriptedDriver
+
+GEMMA = BUNDLED["gemma3-270m"]
+# The second bundled model is a dev extra (install.sh --dev); without it its tests skip.
+needs_gemma = pytest.mark.skipif(
+    not is_installed(GEMMA), reason=f"{GEMMA.pip_name} is not installed (./install.sh --dev)"
+)
 
 
 def tool_call(name: str, **arguments: object) -> str:

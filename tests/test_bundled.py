@@ -27,6 +27,7 @@ from drivers.bundled import (
     model_cache,
     resolve_model,
 )
+from tests.helpers import GEMMA, needs_gemma
 
 PAYLOADS = [b"GGUF" + bytes(range(256)) * 40, b"second part" * 300, b"tail\n"]
 
@@ -149,12 +150,6 @@ def test_the_default_model_is_found_without_importing_its_package() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     ).stdout.split()
     assert out == ["smollm2-135m", ".gguf", "False", "False"]
-
-
-GEMMA = BUNDLED["gemma3-270m"]
-needs_gemma = pytest.mark.skipif(
-    not is_installed(GEMMA), reason=f"{GEMMA.pip_name} is not installed (./install.sh --dev)"
-)
 
 
 @needs_gemma

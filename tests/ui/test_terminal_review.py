@@ -14,16 +14,11 @@ import pytest
 
 from agent.history import User
 from agent.session import load_messages, sessions_dir
-from drivers.bundled import BUNDLED, is_installed
-from tests.helpers import tool_call
+from tests.helpers import needs_gemma, tool_call
 from tests.ui.tmux import REPO, Terminal, needs_chat, needs_tmux, prompt_ready
 
 pytestmark = [needs_tmux, needs_chat]
 
-GEMMA = BUNDLED["gemma3-270m"]
-needs_gemma = pytest.mark.skipif(
-    not is_installed(GEMMA), reason=f"{GEMMA.pip_name} is not installed (./install.sh --dev)"
-)
 # What llama.cpp writes to stderr when nothing catches it, and a Gemma turn's markers.
 LOG_LINES = ("llama_", "ggml_", "load_tensors", "llama_model_loader", "print_info")
 TURN_MARKERS = ("<start_of_turn>", "<end_of_turn>", "<eos>", "<bos>")
