@@ -2,16 +2,45 @@
 
 The terminal UI, the JSONL printer and the session file all consume these same objects,
 so what a script sees on stdout is exactly what the REPL showed and what was saved.
-Field names are the public JSONL schema (DESIGN.md): flat, one object per line.
+Field names are the public JSONL schema (README.md): flat, one object per line.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any, ClassVar
 
-STATUSES = ("done", "max_turns", "stuck", "error", "interrupted")
+from drivers.base import Usage
+
+
+class Status(StrEnum):
+    """How a request ended: the `status` of its `result` event, and the exit code of a
+    headless run that ended so. A str, so it is written and compared as one."""
+
+    DONE = "done"
+    ERROR = "error"  # a backend failed, or malformed calls in a row
+    MAX_TURNS = "max_turns"  # a budget ran out (turns, tool calls, tokens)
+    STUCK = "stuck"  # the same tool call again and again
+    DECLINED = "declined"  # the user said no to a call; the run stopped there
+    REFUSED = "refused"  # every call needed an approval nobody could give
+    INTERRUPTED = "interrupted"
+
+    @property
+    def exit_code(self) -> int:
+        return _EXIT_CODES[self]
+
+
+_EXIT_CODES = {
+    Status.DONE: 0,
+    Status.ERROR: 1,
+    Status.MAX_TURNS: 3,
+    Status.STUCK: 3,
+    Status.DECLINED: 4,
+    Status.REFUSED: 4,
+    Status.INTERRUPTED: 130,
+}
 
 
 @dataclass(frozen=True)
@@ -76,7 +105,7 @@ class TurnFinished(AgentEvent):
 
 @dataclass(frozen=True)
 class Compaction(AgentEvent):
-    """The prompt was made smaller (agent.context). `cut`, `summary` and `stubs` let a
+    """The prompt was made smaller (agent.loop.context). `cut`, `summary` and `stubs` let a
     resumed session rebuild the same view; `ms` is what it cost (a summary is a model
     call)."""
 
@@ -100,7 +129,7 @@ class Compaction(AgentEvent):
 @dataclass(frozen=True)
 class RunFinished(AgentEvent):
     type: ClassVar[str] = "result"
-    status: str
+    status: Status
     turns: int
     tool_calls: int
     prompt_tokens: int
@@ -112,9 +141,38 @@ class RunFinished(AgentEvent):
 
     def to_dict(self) -> dict[str, Any]:
         data = super().to_dict()
+        data["status"] = str(data["status"])
         if data["error"] is None:
             del data["error"]
         return data
+
+    @classmethod
+    def of(
+        cls,
+        status: Status,
+        counts: Any = None,
+        duration_ms: int = 0,
+        final_text: str = "",
+        error: str | None = None,
+    ) -> RunFinished:
+        """A result from a request's counters (anything with `turns`, `tool_calls` and
+        a `usage`; None: nothing ran)."""
+        usage: Usage = counts.usage if counts is not None else Usage()
+        return cls(
+            status,
+            counts.turns if counts is not None else 0,
+            counts.tool_calls if counts is not None else 0,
+            usage.prompt_tokens,
+            usage.cached_tokens,
+            usage.completion_tokens,
+            duration_ms,
+            final_text,
+            error,
+        )
+
+    @property
+    def exit_code(self) -> int:
+        return Status(self.status).exit_code
 
 
 Emit = Callable[[AgentEvent], None]

@@ -14,7 +14,7 @@ TOOL_CALL_OPEN = "<tool_call>"
 TOOL_CALL_CLOSE = "</tool_call>"
 TOOL_RESULT_OPEN = "<tool_result>"
 TOOL_RESULT_CLOSE = "</tool_result>"
-# Wire form used for models whose tokenizer reserves "<tool_call>" (see agent.prompt).
+# Wire form used for models whose tokenizer reserves "<tool_call>" (see agent.protocol.render).
 WIRE_CALL_OPEN = "[[CALL]]"
 WIRE_CALL_CLOSE = "[[/CALL]]"
 

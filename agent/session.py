@@ -36,6 +36,8 @@ from agent.history import (
     message_to_dict,
 )
 
+PICK = "?"  # `chat --resume` with no ID: pick one of this folder's sessions
+
 
 def bosun_home() -> Path:
     """bosun's data folder: $BOSUN_HOME, else the platform's user data dir."""
@@ -243,3 +245,64 @@ def last_call_number(messages: list[Message]) -> int:
         if isinstance(msg, AssistantToolUse) and (m := _CALL_NUMBER.match(msg.call.id))
     ]
     return max(numbers, default=0)
+
+
+def session_path(session_id: str) -> Path:
+    folder = sessions_dir()
+    exact = folder / f"{session_id}.jsonl"
+    if exact.is_file():
+        return exact
+    matches = sorted(folder.glob(f"{session_id}*.jsonl")) if folder.is_dir() else []
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise UsageError(f"no session {session_id!r} (see 'bosun sessions list')")
+    raise UsageError(f"session id {session_id!r} is ambiguous: {len(matches)} sessions match")
+
+
+def session_history(session_id: str) -> list[Message]:
+    try:
+        return load_messages(session_path(session_id))
+    except ValueError as exc:
+        raise UsageError(f"session {session_id} is damaged: {exc}") from None
+
+
+def sessions_rows() -> list[dict[str, str]]:
+    """One row per session file, oldest first: id, when it was last written, model,
+    workspace, how its latest request ended, its first prompt."""
+    folder = sessions_dir()
+    rows = []
+    for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+        first: dict[str, str] = {}
+        prompt = status = ""
+        with path.open(encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if not isinstance(record, dict):
+                    continue
+                kind = record.get("type")
+                if kind == "session" and not first:
+                    first = record
+                elif kind == "result":
+                    status = str(record.get("status", ""))
+                msg = record.get("message") or {}
+                if kind == "message" and isinstance(msg, dict) and msg.get("kind") == "user":
+                    prompt = prompt or str(msg.get("content", ""))
+        try:
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(path.stat().st_mtime))
+        except OSError:
+            when = ""
+        rows.append(
+            {
+                "id": path.stem,
+                "when": when,
+                "model": str(first.get("model", "")),
+                "workspace": str(first.get("workspace", "")),
+                "status": status,
+                "prompt": prompt.replace("\n", " ")[:60],
+            }
+        )
+    return rows

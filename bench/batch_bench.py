@@ -5,7 +5,7 @@
 
 Starts llama-cpp-python's server on the bundled SmolLM2-135M exactly as the test suite
 does (tests/openai_servers.py: one CPU thread, `--interrupt_requests false`), warms
-it with one request, then runs the same N one-turn tasks through `agent.batch.run_tasks`
+it with one request, then runs the same N one-turn tasks through `agent.run.batch.run_tasks`
 at each --jobs value and prints: jobs, tasks, wall s (best of --repeat), tasks/minute,
 and the speed-up over the first --jobs value.
 
@@ -39,7 +39,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent.batch import BatchOptions, run_tasks
+from agent.run.batch import run_tasks
+from agent.run.settings import Settings
 
 PROMPTS = [
     "Say hello.",
@@ -74,8 +75,7 @@ def run_batch(
     out = io.StringIO()
     started = time.perf_counter()
     code = run_tasks(
-        BatchOptions(
-            tasks=tasks,
+        Settings(
             model=spec,
             workspace=workspace,
             jobs=jobs,
@@ -83,6 +83,7 @@ def run_batch(
             max_tokens=max_tokens,
             api=None if driver is not None else "completions",
         ),
+        tasks,
         out=out,
         err=io.StringIO(),
         driver=driver,
@@ -111,9 +112,9 @@ class Unshared:
         self.model = inner.model
         self.info = replace(inner.info, prefix_cache=False)
 
-    def stream(self, prompt: str, **options):
+    def stream(self, request, **options):
         self.inner.llm.reset()
-        return self.inner.stream(prompt, **options)
+        return self.inner.stream(request, **options)
 
     def close(self) -> None:
         self.inner.close()

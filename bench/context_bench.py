@@ -18,17 +18,19 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent import events as ev
-from agent.assemble import build_agent, open_model, start_session
-from agent.budget import Budget
-from agent.compact import SUMMARY_ASK
+from agent.loop.budget import Budget
+from agent.loop.compact import SUMMARY_ASK
+from agent.run.assemble import Assembly, open_model, start_session
+from agent.run.settings import Settings
 from agent.session import SessionLog
-from drivers.base import Chunk
+from drivers.base import Chunk, Request
 
 FILES = 8
 
@@ -49,10 +51,10 @@ class Forced:
         self.inner, self.replies = inner, replies
         self.model, self.info = inner.model, inner.info
 
-    def stream(self, prompt: str, **options: Any) -> Iterator[Chunk]:
-        if SUMMARY_ASK not in prompt:
-            options["grammar"] = literal(next(self.replies))
-        return self.inner.stream(prompt, **options)
+    def stream(self, request: Request, **options: Any) -> Iterator[Chunk]:
+        if SUMMARY_ASK not in request.prompt:
+            request = replace(request, grammar=literal(next(self.replies)))
+        return self.inner.stream(request, **options)
 
     def close(self) -> None:
         self.inner.close()
@@ -68,19 +70,14 @@ def session(turns: int, n_ctx: int, compact: bool, workspace: Path) -> dict[str,
     )
     events: list[tuple[float, ev.AgentEvent]] = []
     log = SessionLog("bench", workspace.parent / "sessions")
-    agent = build_agent(
-        Forced(driver, replies),  # type: ignore[arg-type]
-        profile,
-        workspace,
-        lambda e: events.append((time.perf_counter(), e)),
-        on_message=log.message,
-        budget=Budget(max_turns=turns, max_identical_calls=turns + 1, max_tool_calls=turns + 1),
-        approve="auto",
-        constrain="never",
-        context_size=n_ctx,
+    settings = Settings(workspace=workspace, approve="auto", constrain="never", context_size=n_ctx)
+    assembly = Assembly(settings, Forced(driver, replies), profile, None)  # type: ignore[arg-type]
+    agent = assembly.agent(
+        lambda e: events.append((time.perf_counter(), e)), on_message=log.message
     )
+    agent.budget = Budget(max_turns=turns, max_identical_calls=turns + 1, max_tool_calls=turns + 1)
     if not compact:
-        agent.compactor = None
+        agent.seat.compactor = None
     start_session(agent, log.id)
     started = time.perf_counter()
     result = agent.run("Read the files, one per turn.")

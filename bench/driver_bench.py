@@ -34,9 +34,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent.history import Assistant, AssistantToolUse, System, ToolCall, ToolResult, User
 from agent.parsing import parse_tool_calls
-from agent.profile import ModelProfile, profile_for
-from agent.prompt import stable_head, system_prompt
+from agent.protocol.profile import ModelProfile, profile_for
+from agent.protocol.render import stable_head
+from agent.run.system_prompt import system_prompt
 from agent.tools import default_registry
+from drivers.base import Request
 from drivers.llama_cpp import open_llama
 from drivers.prefix_cache import clear
 
@@ -96,7 +98,7 @@ def bench_overhead(driver, model: ModelProfile, max_tokens: int, repeats: int) -
             llm.reset()
             start, n = time.perf_counter(), 0
             usage = None
-            for chunk in driver.stream(prompt, max_tokens=max_tokens):
+            for chunk in driver.stream(Request(prompt, max_tokens=max_tokens)):
                 usage = chunk.usage or usage
             n = usage.completion_tokens if usage else 0
             bosun_rates.append(n / (time.perf_counter() - start))
@@ -122,7 +124,7 @@ def session_once(driver, model: ModelProfile, turns: int) -> list[tuple[int, int
         # One token is all TTFT needs; a longer reply would also leave tokens in the
         # cache that happen to match the next prompt, so turns would evaluate suffixes
         # of different sizes depending on what the model said.
-        for chunk in driver.stream(prompt, max_tokens=1):
+        for chunk in driver.stream(Request(prompt, max_tokens=1)):
             if first is None and chunk.text:
                 first = time.perf_counter() - start
             usage = chunk.usage or usage
@@ -173,7 +175,7 @@ def bench_validity(driver, model: ModelProfile, n_tasks: int) -> None:
             prompt = model.render([System(system_prompt("/work/project")), User(task)], specs)
             text = ""
             for chunk in driver.stream(
-                prompt, max_tokens=96, grammar=grammar if mode == "always" else None
+                Request(prompt, max_tokens=96, grammar=grammar if mode == "always" else None)
             ):
                 text += chunk.text
             parsed = parse_tool_calls(text, registry.names, format=model.tool_format)
@@ -197,7 +199,7 @@ def first_token(driver, prompt: str, head: int) -> tuple[int, int, float]:
     start = time.perf_counter()
     first = None
     usage = None
-    for chunk in driver.stream(prompt, max_tokens=1, head=head):
+    for chunk in driver.stream(Request(prompt, max_tokens=1, head=head)):
         if first is None and chunk.text:
             first = time.perf_counter() - start
         usage = chunk.usage or usage
@@ -277,7 +279,7 @@ def bench_grammar(driver, model: ModelProfile, n_tasks: int, max_tokens: int) ->
 
     def ours(prompt: str, g: str | None) -> int:
         usage = None
-        for chunk in driver.stream(prompt, max_tokens=max_tokens, grammar=g):
+        for chunk in driver.stream(Request(prompt, max_tokens=max_tokens, grammar=g)):
             usage = chunk.usage or usage
         return usage.completion_tokens if usage else 0
 
@@ -297,7 +299,7 @@ def bench_grammar(driver, model: ModelProfile, n_tasks: int, max_tokens: int) ->
         tokens = driver.tokenize(prompt)
 
         def warm(p=prompt) -> None:
-            for _ in driver.stream(p, max_tokens=1):
+            for _ in driver.stream(Request(p, max_tokens=1)):
                 pass
 
         for name, run in (

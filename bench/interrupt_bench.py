@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from drivers.base import Request
 from drivers.llama_cpp import open_llama
 
 
@@ -64,7 +65,7 @@ def one(
     presser = threading.Thread(target=press)
     presser.start()
     try:
-        for _ in driver.stream(prompt, max_tokens=1, halt=stop.is_set, head=head):  # type: ignore[attr-defined]
+        for _ in driver.stream(Request(prompt, max_tokens=1, head=head), halt=stop.is_set):  # type: ignore[attr-defined]
             pass
     finally:
         ended = time.perf_counter()

@@ -16,8 +16,6 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent import jinja_env, profile, prompt, template_facts
-from agent.dialect import to_template_messages
 from agent.history import (
     Assistant,
     AssistantToolUse,
@@ -27,9 +25,13 @@ from agent.history import (
     ToolResult,
     User,
 )
+from agent.protocol import jinja_env, profile, template_facts
+from agent.protocol import render as prompt
+from agent.protocol.dialect import to_template_messages
 
 REPO = Path(__file__).resolve().parents[1]
-CORPUS = REPO.parent / "shared" / "corpus" / "chat-templates"
+# Real templates of public models, shipped with the tests (tests/data/README.md).
+CORPUS = REPO / "tests" / "data" / "chat-templates"
 CORPUS_SAMPLES = (
     "Qwen-Qwen3-0.6B",
     "meta-llama-Llama-3.1-8B-Instruct",
@@ -130,7 +132,7 @@ def main() -> None:
     templates = [
         REPO / "templates" / f"{n}.jinja" for n in ("chatml", "llama3", "gemma", "harmony")
     ]
-    templates += [p for n in CORPUS_SAMPLES if (p := CORPUS / f"{n}.jinja").is_file()]
+    templates += [CORPUS / f"{n}.jinja" for n in CORPUS_SAMPLES]
 
     print(
         f"{args.turns} turns ({len(history)} messages), {args.tools} tools, {args.repeat} renders"

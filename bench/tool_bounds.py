@@ -138,8 +138,8 @@ SCENARIOS: dict[str, Setup] = {
 
 
 def one(name: str, quick: bool) -> dict[str, object]:
-    from agent.headless import project_instructions
     from agent.history import ToolCall
+    from agent.run.system_prompt import project_instructions
     from agent.tools import ToolContext, default_registry
 
     with tempfile.TemporaryDirectory() as tmp:

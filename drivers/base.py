@@ -41,12 +41,18 @@ def common_prefix(a: Sequence[object], b: Sequence[object]) -> int:
     return n
 
 
-class DriverError(RuntimeError):
-    """The backend failed (server down, model file unreadable): a harness-side error."""
+class HarnessError(RuntimeError):
+    """bosun cannot go on with what it was asked: the harness's side or the user's, never
+    the model's (a model's mistake goes back to it as a result). The run ends."""
 
 
-class UsageError(DriverError):
-    """The user asked for something that cannot work (missing file, unknown model)."""
+class DriverError(HarnessError):
+    """The backend failed (server down, model file unreadable, the prompt too long)."""
+
+
+class UsageError(HarnessError):
+    """The user asked for something that cannot work (a bad flag, a missing file, an
+    unknown model): not a backend's failure, and exit 2 rather than 1."""
 
 
 @dataclass
@@ -88,6 +94,29 @@ class Completion:
 
 
 Halt = Callable[[], bool]  # asked between tokens: True ends the stream early
+
+
+@dataclass(frozen=True)
+class Request:
+    """One model call as a text driver gets it, whole: the prompt (wire form, exactly
+    the bytes to complete), where to stop, how much to write, the grammar to hold it to,
+    `data` ([start, end) ranges of the prompt that are message text, where a special
+    token's look-alike must stay plain text) and `head` (how many characters at the start
+    every session with the same system prompt and tools shares: a driver with
+    `info.prefix_cache` may save that much for a later session; others ignore it).
+
+    Recorded as it is by the scripted driver, so tests see what a backend was asked."""
+
+    prompt: str
+    stop: tuple[str, ...] = ()
+    max_tokens: int = 1024
+    grammar: str | None = None
+    data: tuple[tuple[int, int], ...] = ()
+    head: int = 0
+
+    def __post_init__(self) -> None:  # sequences given as lists still compare as sent
+        object.__setattr__(self, "stop", tuple(self.stop))
+        object.__setattr__(self, "data", tuple(tuple(span) for span in self.data))
 
 
 def never() -> bool:
@@ -137,7 +166,10 @@ class DriverInfo:
     n_params: int | None = None  # model size, where known (--constrain auto uses it)
     max_concurrency: int = 1  # streams one driver serves at once (1: one KV cache)
     tokenize: Callable[[str], list[int]] | None = None
-    prefix_cache: bool = False  # stream(..., head=N) lets a later session start warm
+    prefix_cache: bool = False  # a request's `head` lets a later session start warm
+    # A driver that must not be shared (a strict replay: call N is step N) hands each
+    # concurrent user a fresh copy of itself through this; None: share this one.
+    fresh: Callable[[], TextDriver] | None = None
 
 
 class TextDriver(Protocol):
@@ -147,26 +179,14 @@ class TextDriver(Protocol):
     tokens; once it says True the stream ends with a last chunk whose finish_reason is
     "interrupted" (and whose usage counts what was done), so a stop never loses usage.
 
-    `head`: how many characters at the start of `prompt` every session with the same
-    system prompt and tools starts with (the agent knows; the driver sees only text). A
-    driver with `info.prefix_cache` may save the state of that much for a later session
-    to load; any other driver ignores it.
+    Everything about the call itself is in the `Request`; `halt` is apart because it is
+    not part of what is asked but a line back to whoever may stop it.
     """
 
     model: str
     info: DriverInfo
 
-    def stream(
-        self,
-        prompt: str,
-        *,
-        stop: Sequence[str] = (),
-        max_tokens: int = 1024,
-        grammar: str | None = None,
-        data: Sequence[tuple[int, int]] = (),
-        halt: Halt = never,
-        head: int = 0,
-    ) -> Iterator[Chunk]: ...
+    def stream(self, request: Request, *, halt: Halt = never) -> Iterator[Chunk]: ...
 
     def close(self) -> None: ...
 

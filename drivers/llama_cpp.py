@@ -29,6 +29,7 @@ from drivers.base import (
     DriverError,
     DriverInfo,
     Halt,
+    Request,
     Usage,
     UsageError,
     common_prefix,
@@ -163,7 +164,7 @@ class LlamaDriver:
     def tokenize(self, text: str, data: Sequence[tuple[int, int]] = ()) -> list[int]:
         """Prompt text -> tokens, the template's special tokens parsed as such.
 
-        `data`: [start, end) ranges of `text` that hold message text (agent.prompt's
+        `data`: [start, end) ranges of `text` that hold message text (agent.protocol.render's
         data_spans): a control token's text inside one ("<|im_end|>" in a file the model
         read) is tokenized as the plain characters it is, so data cannot end a turn.
         """
@@ -334,17 +335,8 @@ class LlamaDriver:
             size = max(PREFILL_FIRST, min(int(rate * PREFILL_SLICE_S), self.llm.n_batch))
         return True
 
-    def stream(
-        self,
-        prompt: str,
-        *,
-        stop: Sequence[str] = (),
-        max_tokens: int = 1024,
-        grammar: str | None = None,
-        data: Sequence[tuple[int, int]] = (),
-        halt: Halt = never,
-        head: int = 0,
-    ) -> Iterator[Chunk]:
+    def stream(self, request: Request, *, halt: Halt = never) -> Iterator[Chunk]:
+        prompt, data = request.prompt, request.data
         tokens = self.tokenize(prompt, data)
         if len(tokens) >= self.n_ctx:
             raise DriverError(
@@ -353,11 +345,11 @@ class LlamaDriver:
             )
         return self._generate(
             tokens,
-            list(stop),
-            min(max_tokens, self.n_ctx - len(tokens)),
-            grammar,
+            list(request.stop),
+            min(request.max_tokens, self.n_ctx - len(tokens)),
+            request.grammar,
             halt,
-            self._head_tokens(prompt, tokens, head, data),
+            self._head_tokens(prompt, tokens, request.head, data),
         )
 
     def _generate(

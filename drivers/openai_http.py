@@ -29,6 +29,7 @@ from drivers.base import (
     DriverInfo,
     Halt,
     RawCall,
+    Request,
     Usage,
     UsageError,
     halting,
@@ -306,34 +307,26 @@ class OpenAIDriver:
 
     # -- TextDriver: bosun renders, the server completes text --
 
-    def stream(
-        self,
-        prompt: str,
-        *,
-        stop: Sequence[str] = (),
-        max_tokens: int = 1024,
-        grammar: str | None = None,
-        data: Sequence[tuple[int, int]] = (),  # the server tokenizes: not ours to guard
-        halt: Halt = never,
-        head: int = 0,  # a server keeps its own prompt cache
-    ) -> Iterator[Chunk]:
-        """Text completion of a prompt bosun rendered (POST /v1/completions)."""
+    def stream(self, request: Request, *, halt: Halt = never) -> Iterator[Chunk]:
+        """Text completion of a prompt bosun rendered (POST /v1/completions). The
+        request's data spans and head are not ours to use: the server tokenizes, and
+        keeps its own prompt cache."""
         extra: dict[str, Any] = {
             # vLLM drops special tokens from text by default, and with them Harmony's
             # channel markers; the parser needs every byte the model wrote.
             "skip_special_tokens": False,
         }
-        if grammar is not None:
-            extra["grammar"] = grammar  # llama.cpp servers take GBNF in the body
+        if request.grammar is not None:
+            extra["grammar"] = request.grammar  # llama.cpp servers take GBNF in the body
         started = time.perf_counter()
 
-        params: dict[str, Any] = {"stop": list(stop)} if stop else {}
+        params: dict[str, Any] = {"stop": list(request.stop)} if request.stop else {}
 
         def create() -> Any:
             return self.client.completions.create(
                 model=self.model_name,
-                prompt=prompt,
-                max_tokens=max_tokens,
+                prompt=request.prompt,
+                max_tokens=request.max_tokens,
                 temperature=self.temperature,
                 stream=True,
                 stream_options={"include_usage": True},

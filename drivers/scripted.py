@@ -21,6 +21,7 @@ from drivers.base import (
     DriverError,
     DriverInfo,
     Halt,
+    Request,
     Usage,
     UsageError,
     common_prefix,
@@ -57,13 +58,7 @@ class ScriptStep:
     match: str | None = None
 
 
-@dataclass
-class RecordedCall:
-    prompt: str
-    stop: tuple[str, ...]
-    max_tokens: int
-    grammar: str | None
-    data: tuple[tuple[int, int], ...] = ()  # the prompt's data spans, as the runtime sent them
+RecordedCall = Request  # a call is recorded as the request it was
 
 
 def _step_from(data: Any, where: str) -> ScriptStep:
@@ -137,7 +132,11 @@ class ScriptedDriver:
         self.answers = [s for s in steps if s.match is not None]
         # Data spans are recorded, so tests see what a real tokenizer would get; tokens
         # are approx_tokens' words and marks, the same count the usage reports.
-        self.info = DriverInfo(data_spans=True, n_ctx=self.n_ctx, tokenize=_tokens)
+        self.info = DriverInfo(data_spans=True, n_ctx=self.n_ctx, tokenize=_tokens, fresh=self.copy)
+
+    def copy(self) -> ScriptedDriver:
+        """The same script from its first step: each batch task replays its own."""
+        return ScriptedDriver(self.source, model=self.model, n_ctx=self.n_ctx)
 
     @property
     def prompts(self) -> list[str]:
@@ -147,17 +146,9 @@ class ScriptedDriver:
     def remaining(self) -> int:
         return len(self.steps) - len(self.calls)
 
-    def stream(
-        self,
-        prompt: str,
-        *,
-        stop: Sequence[str] = (),
-        max_tokens: int = 1024,
-        grammar: str | None = None,
-        data: Sequence[tuple[int, int]] = (),
-        halt: Halt = never,
-        head: int = 0,  # nothing to keep: a replay evaluates nothing
-    ) -> Iterator[Chunk]:
+    def stream(self, request: Request, *, halt: Halt = never) -> Iterator[Chunk]:
+        # `head` is ignored: a replay evaluates nothing, so there is nothing to keep
+        prompt = request.prompt
         size = approx_tokens(prompt)
         if self.n_ctx is not None and size >= self.n_ctx:
             raise DriverError(
@@ -173,7 +164,7 @@ class ScriptedDriver:
                 f"scripted driver: unexpected call {n + 1}; the script has {len(self.steps)}"
             )
         previous = self.calls[-1].prompt if self.calls else ""
-        self.calls.append(RecordedCall(prompt, tuple(stop), max_tokens, grammar, tuple(data)))
+        self.calls.append(request)
         return halting(self._replay(self.steps[n], prompt, previous), halt, interrupted)
 
     def _replay(self, step: ScriptStep, prompt: str, previous: str) -> Iterator[Chunk]:

@@ -15,14 +15,11 @@ from agent.tools import ToolContext, default_registry
 if TYPE_CHECKING:
     from tests.openai_servers import Stub
 
-REPO = Path(__file__).resolve().parent.parent
-CORPUS = REPO.parent / "shared" / "corpus"
-
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Every `bosun` the tests start reads /dev/null from stdin unless a test pipes
     something in: a runner's stdin may be a pipe held open, and `bosun run PROMPT`
-    waits a few seconds for piped input there (agent.piped)."""
+    waits a few seconds for piped input there (agent.cli.piped)."""
     import os
 
     null = os.open(os.devnull, os.O_RDONLY)

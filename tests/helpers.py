@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from agent.budget import Budget
 from agent.events import AgentEvent
 from agent.history import Message, System
-from agent.profile import ModelProfile, profile_for
-from agent.prompt import system_prompt
-from agent.runtime import Agent
+from agent.loop.budget import Budget
+from agent.loop.runtime import Agent, Seat
+from agent.protocol.profile import ModelProfile, profile_for
+from agent.run.system_prompt import system_prompt
 from agent.tools import default_registry
+from agent.tools.orchestrator import Gate
 from drivers.bundled import BUNDLED, is_installed
 from drivers.scripted import ScriptedDriver
 
@@ -50,14 +51,13 @@ def make_agent(
     if wire:
         profile = replace(profile, wire_remap=True, remap_reason="a test asked for it")
     agent = Agent(
-        driver=driver,
+        seat=Seat(driver, profile),
         tools=default_registry(),
         workspace=workspace,
         history=history,
         emit=events.append,
-        approve=approve,
+        gate=Gate(approve),
         budget=budget or Budget(),
-        profile=profile,
     )
     return agent, driver, events
 

@@ -41,12 +41,13 @@ def _named(node: ast.AST, module: str, is_package: bool) -> Iterable[str]:
         yield from (f"{base}.{alias.name}" for alias in node.names)
 
 
-def imports(module: str, path: Path, known: dict[str, Path]) -> set[str]:
-    """The project modules `module` makes Python import, anywhere in the file."""
+def imports(module: str, path: Path, known: dict[str, Path], *, typing: bool = False) -> set[str]:
+    """The project modules `module` makes Python import, anywhere in the file; with
+    `typing`, also those it names for the type checker only."""
     targets: set[str] = set()
     tree = ast.parse(path.read_text(encoding="utf-8"))
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        if not typing and isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             node.body = []  # typing only: never imported at run time
     for node in ast.walk(tree):
         for name in _named(node, module, path.name == "__init__.py"):
@@ -64,9 +65,11 @@ def imports(module: str, path: Path, known: dict[str, Path]) -> set[str]:
     return targets
 
 
-def import_graph(root: Path, packages: Iterable[str] = PACKAGES) -> dict[str, set[str]]:
+def import_graph(
+    root: Path, packages: Iterable[str] = PACKAGES, *, typing: bool = False
+) -> dict[str, set[str]]:
     known = modules(root, packages)
-    return {name: imports(name, path, known) for name, path in known.items()}
+    return {name: imports(name, path, known, typing=typing) for name, path in known.items()}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -184,3 +187,116 @@ def test_the_walk_finds_loops_direct_lazy_and_through_a_package(tmp_path: Path) 
     assert ["agent.permissions", "agent.tools", "agent.tools.registry"] in cycles(
         import_graph(tmp_path)
     )
+
+
+# --- the wings: a request flows down, imports never point up ---------------------------
+
+# Floors from the top: a module may import its own wing or any wing on a lower floor.
+# Wings on one floor know nothing of each other. Everything in `agent` outside a wing is
+# the shared vocabulary (history, events, errors, session, …), the floor above drivers.
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("agent.__main__",),
+    ("agent.cli",),
+    ("agent.ui",),
+    ("agent.run",),
+    ("agent.loop",),
+    ("agent.protocol", "agent.mcp", "agent.contracts"),
+    ("agent.parsing", "agent.tools"),
+    ("agent",),  # the shared vocabulary
+    ("drivers",),
+)
+# The faces a request comes in through; none may import another.
+FACES = {
+    "headless": ("agent.run.headless",),
+    "batch": ("agent.run.batch", "agent.run.tasks_file"),
+    "chat": ("agent.run.chat", "agent.ui"),
+}
+
+
+def _within(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def wing(module: str) -> tuple[int, str]:
+    """(floor, wing) of a module: the longest wing name it falls under."""
+    best = (-1, "")
+    for floor, wings in enumerate(FLOORS):
+        for name in wings:
+            if _within(module, name) and len(name) > len(best[1]):
+                best = (floor, name)
+    return best
+
+
+def face(module: str) -> str | None:
+    return next(
+        (name for name, roots in FACES.items() if any(_within(module, r) for r in roots)), None
+    )
+
+
+def upward(graph: dict[str, set[str]]) -> list[str]:
+    """Every import that points up a floor or across to another wing of the same one."""
+    found = []
+    for module, targets in graph.items():
+        floor, name = wing(module)
+        for target in targets:
+            t_floor, t_name = wing(target)
+            if t_name != name and t_floor <= floor:
+                found.append(f"{module} -> {target}")
+    return sorted(found)
+
+
+def face_to_face(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        for target in targets
+        if face(module) and face(target) and face(module) != face(target)
+    )
+
+
+def test_imports_follow_the_flow_type_only_ones_too() -> None:
+    graph = import_graph(REPO, typing=True)
+    assert upward(graph) == []
+    assert cycles(graph) == []
+
+
+def test_no_face_imports_another() -> None:
+    assert face_to_face(import_graph(REPO, typing=True)) == []
+
+
+def test_the_flow_checks_can_fail(tmp_path: Path) -> None:
+    """Planted upward, sideways, type-only and face-to-face imports are all found."""
+    _tree(
+        tmp_path,
+        {
+            "agent/__init__.py": "",
+            "agent/history.py": "from agent.loop import turn\n",  # vocabulary -> loop
+            "agent/loop/__init__.py": "",
+            "agent/loop/turn.py": "from typing import TYPE_CHECKING\n"
+            "if TYPE_CHECKING:\n    from agent.run.chat import C\n",  # type-only, upward
+            "agent/protocol/__init__.py": "",
+            "agent/protocol/profile.py": "from agent.mcp import hub\n",  # sideways
+            "agent/mcp/__init__.py": "",
+            "agent/mcp/hub.py": "from agent.tools import t\n",  # down: fine
+            "agent/tools/__init__.py": "t = 1\n",
+            "agent/run/__init__.py": "",
+            "agent/run/chat.py": "from agent.run.headless import check\n",  # face -> face
+            "agent/run/headless.py": "from agent.loop import turn\n",
+            "agent/ui/__init__.py": "from agent.run import batch\n",
+            "agent/run/batch.py": "",
+            "drivers/__init__.py": "",
+        },
+    )
+    graph = import_graph(tmp_path, typing=True)
+    assert upward(graph) == [
+        "agent.history -> agent.loop",
+        "agent.history -> agent.loop.turn",
+        "agent.loop.turn -> agent.run",
+        "agent.loop.turn -> agent.run.chat",
+        "agent.protocol.profile -> agent.mcp",
+        "agent.protocol.profile -> agent.mcp.hub",
+    ]
+    assert face_to_face(graph) == [
+        "agent.run.chat -> agent.run.headless",
+        "agent.ui -> agent.run.batch",
+    ]

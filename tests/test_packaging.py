@@ -49,7 +49,8 @@ def test_wheel_carries_the_data_folders(tmp_path: Path) -> None:
     )
     assert install.returncode == 0, install.stderr[-2000:]
     code = (
-        "import agent, agent.resources as r; from agent.prompt import render, system_prompt;"
+        "import agent, agent.resources as r; from agent.protocol.render import render;"
+        "from agent.run.system_prompt import system_prompt;"
         "from agent.history import System, User;"
         "print(agent.__file__); print(r.data_dir('templates')); print(r.data_dir('contracts'));"
         "print(render([System(system_prompt('/w')), User('hi')])[-22:].strip())"

@@ -6,10 +6,9 @@ unmutated falsifiers share one run; each distinct mutation gets one run of its o
 runs go in parallel (`jobs`). Outcomes come back per test node through the JSON report
 of agent/contracts/plugin.py, never by parsing pytest's text.
 
-A `patch:` mutant edits source, so it runs in a copy of the tree. The copy sits in a temp
-folder under the checkout's own folder name, next to links to the checkout's siblings:
-tests that read `REPO.parent / "shared"` (the template corpus) must see the same files
-there, or they would skip or fail for the copy's sake and make a mutant look killed.
+A `patch:` mutant edits source, so it runs in a copy of the tree, in a temp folder of its
+own under the checkout's folder name. The copy is self-contained: everything the tests
+read, the template corpus included (tests/data), is inside it, and nothing beside it.
 PYTHONPATH puts the copy ahead of the editable install's .pth entry.
 """
 
@@ -91,12 +90,6 @@ def _no_result(falsifier: Falsifier, run: PytestRun, mutant: bool = False) -> st
 # --- mutant runs --------------------------------------------------------------------------
 
 
-def _siblings_linked(root: Path, parent: Path) -> None:
-    for entry in root.parent.iterdir():
-        if entry.name != root.name and not (parent / entry.name).exists():
-            (parent / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
-
-
 @contextmanager
 def patched_copy(root: Path, mutation: Mutation) -> Iterator[Path]:
     """A throwaway copy of the tree with the patch applied; removed afterwards."""
@@ -112,7 +105,6 @@ def patched_copy(root: Path, mutation: Mutation) -> Iterator[Path]:
                 shutil.copytree(source, copy / name, ignore=_IGNORE, symlinks=True)
             elif source.is_file():
                 shutil.copy2(source, copy / name)
-        _siblings_linked(root, parent)
         mutation.patch.apply(copy)
         yield copy
     finally:

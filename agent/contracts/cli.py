@@ -1,4 +1,4 @@
-"""`bosun contracts validate | check | new`: the functions agent/cli.py calls.
+"""`bosun contracts validate | check | new`: the functions agent/cli/main.py calls.
 
 Each returns the exit code (0 ok, 1 a contract problem or a failing falsifier, 2 a usage
 error) so cli.py stays a thin typer layer. Results go to stdout (a table or JSON, which CI

@@ -89,18 +89,29 @@ def name_keyed(body: str, closed: bool, _schemas: Schemas | None = None) -> list
     return items
 
 
+PYTHON_TAG = "<|python_tag|>"  # Llama 3.1: what follows is code for the `python` tool
+
+
 def bare_json(body: str, closed: bool, _schemas: Schemas | None = None) -> list[Item]:
     """A reply that may be a call written as bare JSON (Llama 3.x, xLAM): calls only when
     all of it reads as calls, else it was prose after all."""
-    text = body.removeprefix("<|python_tag|>")
+    text = body.removeprefix(PYTHON_TAG)
     values, rest = json_values(unfence(text))
     values = _flatten(values)
     if not values or rest.strip():
-        return [Prose(body)] if not body.startswith("<|python_tag|>") else decode_json(text, closed)
+        return [Prose(body)] if not body.startswith(PYTHON_TAG) else decode_json(text, closed)
     items = [call_fields(v) for v in values]
-    if any(isinstance(it, str) for it in items) and not body.startswith("<|python_tag|>"):
+    if any(isinstance(it, str) for it in items) and not body.startswith(PYTHON_TAG):
         return [Prose(body)]
     return items
+
+
+def python_tag(body: str, closed: bool, schemas: Schemas | None = None) -> list[Item]:
+    """Functionary v3.1 / Llama 3.1: code after <|python_tag|> is a call to `python`."""
+    code = body.removeprefix(PYTHON_TAG)
+    if code.lstrip().startswith("{"):
+        return bare_json(body, closed, schemas)
+    return [("python", {"code": code})]
 
 
 def _cut(name: str) -> str:

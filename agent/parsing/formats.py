@@ -1,165 +1,157 @@
-"""The tool-call formats bosun knows by name, and how to recognise each from its markup.
+"""The tool-call formats bosun knows by name: the registry of their records, and views.
+
+Everything about a format is in its one `Format` record (`agent.parsing.record`; the
+records are kept in `catalog_1`, `catalog_2` and, for harmony, beside its parser).
+`REGISTRY` holds them in catalogue order; the tables below are computed from it for the
+code that asks one question of every format (which names exist, which markers identify
+which format, which stops a format's parser reads), so no fact is written twice.
 
 The names are the ones llama.cpp's parser tests use for the same formats (the shared
 corpus of model outputs is keyed by them), so a case, a profile and a parser agree on
-what "glm45" means. The model profile (`agent.profile`) picks a format by rendering a
-sample call through the model's own template and matching the markup it prints against
-`SIGNATURES`, most specific first.
+what "glm45" means. The model profile (`agent.protocol.profile`) picks a format by
+rendering a sample call through the model's own template and matching the markup it
+prints against `SIGNATURES`, most specific first.
 """
 
 from __future__ import annotations
 
-FORMATS: tuple[str, ...] = (
-    "hermes",  # <tool_call>{"name": …, "arguments": …}</tool_call>
-    "qwen3_coder_xml",  # <tool_call><function=N><parameter=K>V</parameter></function>
-    "seed_oss",  # <seed:tool_call><function=N><parameter=K>V</parameter>…
-    "glm45",  # <tool_call>N<arg_key>K</arg_key><arg_value>V</arg_value></tool_call>
-    "deepseek_v3_r1",  # <｜tool▁call▁begin｜>function<｜tool▁sep｜>N ```json …```
-    "deepseek_v31",  # <｜tool▁call▁begin｜>N<｜tool▁sep｜>{…}<｜tool▁call▁end｜>
-    "deepseek_dsml",  # <｜DSML｜function_calls><｜DSML｜invoke name="N">…
-    "kimi_k2",  # <|tool_call_begin|>functions.N:0<|tool_call_argument_begin|>{…}
+from agent.parsing import catalog_1, catalog_2
+from agent.parsing.record import THINK_PAIR, Format
+
+_RECORDS = (*catalog_1.RECORDS, *catalog_2.RECORDS)
+REGISTRY: dict[str, Format] = {f.name: f for f in _RECORDS}
+
+# Which format's signature is tried first: one format's markers can contain another's
+# (every qwen3_coder_xml call is also a hermes <tool_call>), so the more specific goes
+# first. An order between formats, not a fact of any one of them, hence here.
+SIGNATURE_ORDER: tuple[str, ...] = (
+    "muse_atem",
+    "gpt_oss_harmony",
+    "seed_oss",
+    "minimax_m2",
+    "deepseek_dsml",
+    "deepseek_v3_r1",
+    "deepseek_v31",
+    "kimi_k2",
+    "gemma4",
+    "mistral_v11",
+    "mistral_json",
+    "command_r7b",
+    "nemotron_toolcall",
+    "apertus",
+    "lfm2",
+    "solar_open",
+    "hy3_xml",
     "kimi_k3",
-    "gpt_oss_harmony",  # <|channel|>commentary to=functions.N … <|call|>
-    "mistral_v11",  # [TOOL_CALLS]N[ARGS]{…}
-    "mistral_json",  # [TOOL_CALLS][{"name": …, "arguments": …, "id": …}]
-    "llama3_json",  # {"name": …, "parameters": …} bare, or after <|python_tag|>
-    "pythonic",  # [f(a=1), g(b="x")]
-    "lfm2",  # <|tool_call_start|>[f(a=1)]<|tool_call_end|>
-    "gemma4",  # <|tool_call>call:N{k:<|"|>v<|"|>}<tool_call|>
-    "command_r7b",  # <|START_ACTION|>[{"tool_call_id", "tool_name", "parameters"}]
-    "command_r_plus",  # Action: ```json [{"tool_name": …, "parameters": …}] ```
-    "minimax_m2",  # <minimax:tool_call><invoke name="N"><parameter name="K">V…
     "minimax_m3",
-    "minimax_m1",  # <tool_calls>\n{"name": …, "arguments": …}\n</tool_calls>
-    "nemotron_toolcall",  # <TOOLCALL>[{"name": …, "arguments": …}]</TOOLCALL>
-    "apriel",  # <tool_calls>[{"name": …, "arguments": …}]</tool_calls>
-    "apertus",  # <|tools_prefix|>[{"N": {…}}]<|tools_suffix|>
     "gigachat3",
-    "functionary_v31",  # <function=N>{…}</function>
-    "functionary_v32",  # >>>N\n{…}
-    "firefunction_v2",  #  functools[{"name": …, "arguments": …}]
     "minicpm5_xml",
-    "granite",  # <|tool_call|>[{"name": …, "arguments": …}]
-    "solar_open",  # <|tool_call:begin|>ID<|tool_call:name|>N<|tool_call:args|>{…}
-    "hy3_xml",  # <tool_call:opensource>N<tool_sep:opensource><arg_key:opensource>K…
-    "muse_atem",  # <atem:function_calls><atem:invoke name="N"><atem:parameter name="K">V
-    "phi4_mini",  # <|tool_call|>[{"name": …, "arguments": …}]<|/tool_call|>
-    "xlam",  # a bare JSON list of {"name": …, "arguments": …}
-    "hunyuan",  # <tool_calls>[{"name": …, "arguments": …}]</tool_calls>
-    "jamba",  # <tool_calls>[{"name": …, "arguments": …}]</tool_calls>
-    "internlm2",  # <|action_start|><|plugin|>{"name": …, "parameters": …}<|action_end|>
+    "glm45",
+    "qwen3_coder_xml",
+    "functionary_v31",
+    "functionary_v32",
+    "firefunction_v2",
+    "granite",
+    "apriel",
+    "minimax_m1",
+    "hermes",
+    "command_r_plus",
+    "llama3_json",
 )
 
+# Reasoning markers models use where no format owns them (`THINK_PAIR`, Kimi VL's), and
+# the order all known pairs are tried in where a template names several: the first
+# listed wins. A name stands for that format's own pair.
+_KIMI_VL_PAIR = ("◁think▷", "◁/think▷")
+_REASONING_ORDER: tuple[str | tuple[str, str], ...] = (
+    "seed_oss",
+    "hy3_xml",  # Hunyuan 3
+    "minimax_m3",
+    THINK_PAIR,
+    "mistral_v11",  # Magistral, Ministral 3
+    _KIMI_VL_PAIR,
+    "command_r7b",
+    "gemma4",
+    "apertus",
+    "kimi_k3",
+    "apriel",
+    "solar_open",
+)
+
+# -- views ---------------------------------------------------------------------------
+
+FORMATS: tuple[str, ...] = tuple(REGISTRY)
+
 # Older or peer names for the same formats.
-ALIASES: dict[str, str] = {
-    "harmony": "gpt_oss_harmony",
-    "qwen3_xml": "qwen3_coder_xml",
-    "qwen3_coder": "qwen3_coder_xml",
-    "glm": "glm45",
-    "mistral": "mistral_v11",
-    "deepseek_r1": "deepseek_v3_r1",
-    "deepseek_v3": "deepseek_v3_r1",
-    "llama3": "llama3_json",
-}
+ALIASES: dict[str, str] = {alias: f.name for f in REGISTRY.values() for alias in f.aliases}
 
 # Formats whose calls are wrapped in <tool_call>…</tool_call>: the only ones the tag
-# remap (agent.wire) can apply to.
-ENVELOPED = frozenset({"hermes", "qwen3_coder_xml"})
+# remap (agent.parsing.wire) can apply to.
+ENVELOPED = frozenset(f.name for f in REGISTRY.values() if f.enveloped)
 
-# Formats whose end-of-message tokens the parser itself reads (a harmony call exists
-# only once "<|call|>" closes it), with the stop strings that end such a reply.
-FORMAT_STOPS: dict[str, tuple[str, ...]] = {
-    "gpt_oss_harmony": ("<|call|>", "<|return|>"),
-}
+# Formats whose end-of-message tokens the parser itself reads, with the stop strings
+# that end such a reply.
+FORMAT_STOPS: dict[str, tuple[str, ...]] = {f.name: f.stops for f in REGISTRY.values() if f.stops}
 
 # What the markup of one call contains, most specific first. Every marker listed for a
 # format must occur.
-SIGNATURES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("muse_atem", ("<atem:invoke",)),
-    ("gpt_oss_harmony", ("<|channel|>",)),
-    ("gpt_oss_harmony", ("to=functions.",)),
-    ("seed_oss", ("<seed:tool_call>",)),
-    ("minimax_m2", ("<minimax:tool_call>",)),
-    ("deepseek_dsml", ("｜DSML｜",)),
-    ("deepseek_v3_r1", ("<｜tool▁call▁begin｜>function<｜tool▁sep｜>",)),
-    ("deepseek_v31", ("<｜tool▁call▁begin｜>",)),
-    ("kimi_k2", ("<|tool_call_begin|>",)),
-    ("gemma4", ("<|tool_call>",)),
-    ("mistral_v11", ("[TOOL_CALLS]", "[ARGS]")),
-    ("mistral_json", ("[TOOL_CALLS]",)),
-    ("command_r7b", ("<|START_ACTION|>",)),
-    ("nemotron_toolcall", ("<TOOLCALL>",)),
-    ("apertus", ("<|tools_prefix|>",)),
-    ("lfm2", ("<|tool_call_start|>",)),
-    ("solar_open", ("<|tool_call:begin|>",)),
-    ("hy3_xml", ("<tool_call:opensource>",)),
-    ("kimi_k3", ("<|open|>call tool=",)),
-    ("minimax_m3", ("]<]minimax[>[",)),
-    ("gigachat3", ("function call<|role_sep|>",)),
-    ("gigachat3", ("<|function_call|>",)),
-    ("minicpm5_xml", ('<function name="',)),
-    ("glm45", ("<arg_key>",)),
-    ("qwen3_coder_xml", ("<tool_call>", "<function=", "<parameter=")),
-    ("functionary_v31", ("<function=",)),
-    ("functionary_v32", (">>>",)),
-    ("firefunction_v2", ("functools[",)),
-    ("granite", ("<|tool_call|>",)),
-    ("apriel", ("<tool_calls>[",)),
-    ("minimax_m1", ("<tool_calls>",)),
-    ("hermes", ("<tool_call>",)),
-    ("command_r_plus", ("Action:", "tool_name")),
-    ("llama3_json", ('"parameters"',)),
-)
-
-# Reasoning markers models use, (open, close). Order only matters for a template that
-# names several; the first listed wins.
-REASONING_PAIRS: tuple[tuple[str, str], ...] = (
-    ("<seed:think>", "</seed:think>"),
-    ("<think:opensource>", "</think:opensource>"),  # Hunyuan 3
-    ("<mm:think>", "</mm:think>"),  # MiniMax-M3
-    ("<think>", "</think>"),
-    ("[THINK]", "[/THINK]"),  # Magistral, Ministral 3
-    ("◁think▷", "◁/think▷"),  # Kimi VL
-    ("<|START_THINKING|>", "<|END_THINKING|>"),  # Command R7B
-    ("<|channel>thought", "<channel|>"),  # Gemma 4
-    ("<|inner_prefix|>", "<|inner_suffix|>"),  # Apertus
-    ("<|open|>think<|sep|>", "<|close|>think<|sep|>"),  # Kimi K3
-    ("Here are my reasoning steps:", "[BEGIN FINAL RESPONSE]"),  # Apriel
-    ("<|think|>", "<|end|>"),  # Solar Open
+SIGNATURES: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
+    (name, markers) for name in SIGNATURE_ORDER for markers in REGISTRY[name].signature
 )
 
 
-THINK_PAIR = ("<think>", "</think>")
+def _pair(entry: str | tuple[str, str]) -> tuple[str, str]:
+    if isinstance(entry, tuple):
+        return entry
+    pair = REGISTRY[entry].reasoning
+    assert pair is not None, f"{entry} has no reasoning markers to order"
+    return pair
+
+
+# Reasoning markers models use, (open, close), in the order they are tried.
+REASONING_PAIRS: tuple[tuple[str, str], ...] = tuple(map(_pair, _REASONING_ORDER))
+
 # The reasoning markers a format's models use where no template says otherwise (a parse
-# without a profile); the profile's own markers win.
+# without a profile), for the formats whose models do not write `THINK_PAIR`; the
+# profile's own markers win. Read it as `FORMAT_REASONING.get(name, THINK_PAIR)`.
 FORMAT_REASONING: dict[str, tuple[str, str] | None] = {
-    "seed_oss": ("<seed:think>", "</seed:think>"),
-    "hy3_xml": ("<think:opensource>", "</think:opensource>"),
-    "minimax_m3": ("<mm:think>", "</mm:think>"),
-    "mistral_v11": ("[THINK]", "[/THINK]"),
-    "command_r7b": ("<|START_THINKING|>", "<|END_THINKING|>"),
-    "gemma4": ("<|channel>thought", "<channel|>"),
-    "apertus": ("<|inner_prefix|>", "<|inner_suffix|>"),
-    "kimi_k3": ("<|open|>think<|sep|>", "<|close|>think<|sep|>"),
-    "apriel": ("Here are my reasoning steps:", "[BEGIN FINAL RESPONSE]"),
-    "solar_open": ("<|think|>", "<|end|>"),
-    "gpt_oss_harmony": None,
-    "mistral_json": None,
-    "functionary_v31": None,
-    "functionary_v32": None,
-    "firefunction_v2": None,
-    "llama3_json": None,
-    "pythonic": None,
+    f.name: f.reasoning for f in REGISTRY.values() if f.reasoning != THINK_PAIR
 }
+
+
+def _check() -> None:
+    """The order tables name every format that needs a place in them, and nothing else:
+    a record added without one would otherwise never be recognised, or its reasoning
+    markers never tried, with no error anywhere."""
+    if len(REGISTRY) != len(_RECORDS):
+        raise ValueError("two format records have one name")
+    signed = {f.name for f in REGISTRY.values() if f.signature}
+    if set(SIGNATURE_ORDER) != signed or len(SIGNATURE_ORDER) != len(signed):
+        raise ValueError(f"SIGNATURE_ORDER must list each of {sorted(signed)} once")
+    own = {f.reasoning for f in REGISTRY.values() if f.reasoning is not None}
+    if not own <= set(REASONING_PAIRS):
+        raise ValueError(f"reasoning pairs not in _REASONING_ORDER: {own - set(REASONING_PAIRS)}")
+    if len(ALIASES) != sum(len(f.aliases) for f in REGISTRY.values()) or set(ALIASES) & set(
+        REGISTRY
+    ):
+        raise ValueError("an alias names two formats, or is a format's own name")
+
+
+_check()
 
 
 def canonical_format(name: str) -> str:
     """The FORMATS name for `name` or one of its aliases; ValueError if unknown."""
-    if name in FORMATS:
+    if name in REGISTRY:
         return name
     if name in ALIASES:
         return ALIASES[name]
     raise ValueError(f"unknown tool-call format {name!r}; known: {', '.join(FORMATS)}")
+
+
+def format_record(name: str) -> Format:
+    """The record of `name` (a FORMATS name or alias); ValueError if unknown."""
+    return REGISTRY[canonical_format(name)]
 
 
 def format_of_markup(markup: str) -> str | None:

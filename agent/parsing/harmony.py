@@ -42,6 +42,8 @@ from agent.parsing.base import (
     result_from_events,
 )
 
+# Harmony's tags are written here and nowhere else: other modules read them through the
+# format's record (`agent.parsing.harmony_format.HARMONY`) or `HarmonyStreamParser.OPENERS`.
 START, END, MESSAGE = "<|start|>", "<|end|>", "<|message|>"
 CHANNEL, CONSTRAIN = "<|channel|>", "<|constrain|>"
 RETURN, CALL = "<|return|>", "<|call|>"
@@ -117,6 +119,10 @@ class HarmonyStreamParser:
     recipient explicitly, so an unknown name is the runtime's "no such tool" answer to
     the model, not a parsing question.
     """
+
+    # The tags a reply could be cut inside (an interrupted stream, a token limit): what a
+    # caller trims, half-written, from the end of such a reply before keeping its prose.
+    OPENERS: tuple[str, ...] = (START, CHANNEL, MESSAGE, CONSTRAIN, CALL, END)
 
     def __init__(self, tool_names: Iterable[str] | None = None) -> None:
         self._out: list[Event] = []

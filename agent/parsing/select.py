@@ -14,13 +14,13 @@ from typing import Any
 
 from agent.markup import TOOL_CALL_OPEN, partial_suffix
 from agent.parsing.base import Event, ParseResult, coalesce, result_from_events
-from agent.parsing.formats import FORMAT_REASONING, FORMAT_STOPS, THINK_PAIR, canonical_format
+from agent.parsing.formats import canonical_format, format_record
 from agent.parsing.lead import ReasoningLead
 from agent.parsing.native import NativeStreamParser, Schemas
 from agent.parsing.native_formats import NATIVE
 from agent.parsing.stream import GenericStreamParser
 from agent.parsing.stream import parse_tool_calls as _parse_generic
-from agent.wire import WireDecoder
+from agent.parsing.wire import WireDecoder
 
 
 class _StopCut:
@@ -28,7 +28,7 @@ class _StopCut:
 
     def __init__(self, stops: Sequence[str], keep: bool) -> None:
         self.stops = tuple(s for s in stops if s)
-        self.keep = keep  # the parser reads the stop itself (harmony's <|call|>)
+        self.keep = keep  # the parser reads the stop itself (harmony's call tag)
         self.held = ""
         self.done = False
 
@@ -59,6 +59,11 @@ class ModelOutputParser:
         self.inner = inner
         self._stop = _StopCut(stops, keep_stop)
         self._wire = WireDecoder() if wire else None
+
+    @property
+    def openers(self) -> tuple[str, ...]:
+        """The format's own tags a reply could be cut inside (bosun's are known to all)."""
+        return tuple(getattr(self.inner, "OPENERS", ()))
 
     def feed(self, chunk: str) -> list[Event]:
         text = self._wire.feed(chunk) if self._wire is not None else chunk
@@ -103,7 +108,7 @@ def parser_for(
         inner = GenericStreamParser(names, salvage_bare_json=salvage)
     if reasoning is not None and opened is not False and fmt != "gpt_oss_harmony":
         inner = ReasoningLead(inner, reasoning, openers, "open" if opened else "maybe")
-    return ModelOutputParser(inner, stop, fmt in FORMAT_STOPS, wire)
+    return ModelOutputParser(inner, stop, bool(format_record(fmt).stops), wire)
 
 
 def parse_tool_calls(
@@ -132,7 +137,7 @@ def parse_tool_calls(
     parser = parser_for(
         fmt,
         tool_names,
-        reasoning=FORMAT_REASONING.get(fmt, THINK_PAIR),
+        reasoning=format_record(fmt).reasoning,
         opened=True if think_open else None,
         schemas=schemas,
     )

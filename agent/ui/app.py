@@ -14,12 +14,7 @@ from rich.status import Status
 from rich.text import Text
 
 from agent import events as ev
-from agent import mentions
-from agent.chat import ChatSession
-from agent.cli_common import PICK
-from agent.config import Config, resolve
-from agent.errors import DriverError, UsageError
-from agent.headless import check_workspace
+from agent.errors import HarnessError, UsageError
 from agent.history import (
     Assistant,
     AssistantToolUse,
@@ -29,13 +24,23 @@ from agent.history import (
     ToolResult,
     User,
 )
-from agent.listing import session_path, sessions_rows
 from agent.mcp.servers import ServerSpec
-from agent.permissions import Approval, Decline
-from agent.session import bosun_home, latest_session, load_session
+from agent.run.assemble import check_workspace
+from agent.run.chat import ChatSession
+from agent.run.config import resolve
+from agent.run.settings import Settings
+from agent.session import (
+    PICK,
+    bosun_home,
+    latest_session,
+    load_session,
+    session_path,
+    sessions_rows,
+)
 from agent.tools import Tool
-from agent.tools.sandbox import SandboxPolicy, resolve_sandbox
-from agent.ui import commands
+from agent.tools.permissions import Approval, Decline
+from agent.tools.sandbox import resolve_sandbox
+from agent.ui import commands, mentions
 from agent.ui.diff import preview_diff
 from agent.ui.input import Input, SlashCompleter
 from agent.ui.keys import EscWatcher
@@ -54,29 +59,18 @@ def _short(n: int) -> str:
 class Repl:
     """Owns the screen: input, rendering, and the dispatch of slash commands."""
 
-    def __init__(
-        self,
-        console: Console,
-        config: Config,
-        workspace: Path,
-        show_reasoning: bool,
-        sandbox: SandboxPolicy | None = None,
-        allow_workspace_mcp: bool = False,
-    ):
+    def __init__(self, console: Console, settings: Settings, show_reasoning: bool):
         self.console = console
         self._status: Status | None = None  # the loading spinner, while there is one
         self._keys: EscWatcher | None = None  # Esc watching, while the model works
         self.renderer = Renderer(console, self._preview, show_reasoning)
-        self.confirm_assembly(config.model)
-        with self.loading(config.model):
+        self.confirm_assembly(settings.model)
+        with self.loading(settings.model):
             self.chat = ChatSession(
-                config,
-                workspace,
+                settings,
                 self.renderer,
                 self.approve,
-                sandbox,
                 ask_server=self.ask_server,
-                allow_workspace_mcp=allow_workspace_mcp,
                 report=lambda line: self.say(line, "yellow"),
             )
         self.renderer.stop_requested = lambda: self.chat.agent.cancel.is_set()
@@ -221,7 +215,7 @@ class Repl:
                     self.shell(text[1:].strip())
                 else:
                     self.send(text)
-            except (UsageError, DriverError) as exc:
+            except HarnessError as exc:
                 self.renderer.finish_stream()
                 self.say(f"error: {exc}", style="red")
             except Exception as exc:
@@ -341,8 +335,10 @@ def chat_command(
         allow_git_writes=config.allow_git_writes,
         read_only=config.sandbox_read,
     )
-    console = Console(highlight=False)
-    repl = Repl(console, config, ws, show_reasoning, policy, allow_workspace_mcp)
+    settings = Settings.from_config(
+        config, workspace=ws, sandbox=policy, allow_workspace_mcp=allow_workspace_mcp
+    )
+    repl = Repl(Console(highlight=False), settings, show_reasoning)
     try:
         if path is not None:
             repl.resume(path)

@@ -7,27 +7,44 @@ They raise UsageError for a user mistake; the REPL prints it and carries on.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from agent.errors import UsageError
 from agent.history import ToolResult, to_json
-from agent.listing import session_path, sessions_rows
-from agent.permissions import APPROVE_MODES, decision
+from agent.run.chat import ChatSession
+from agent.session import session_path, sessions_rows
+from agent.tools.permissions import APPROVE_MODES, decision
 from agent.tools.sandbox import resolve_sandbox
 from agent.transcript import transcript
 from agent.ui.diff import diff_text
-from agent.ui.render import cell
+from agent.ui.render import Renderer, cell
 from agent.untrusted import visible
 
-if TYPE_CHECKING:
-    from agent.ui.app import Repl
 
-Handler = Callable[["Repl", str], bool | None]
+class Repl(Protocol):
+    """What a command may use of the REPL: the session, the screen, and the few REPL
+    actions a command repeats (send, resume, load a model). The REPL class satisfies it;
+    nothing here needs to know that class."""
+
+    chat: ChatSession
+    console: Console
+    renderer: Renderer
+
+    def say(self, message: str, style: str = "dim") -> None: ...
+    def send(self, text: str) -> None: ...
+    def resume(self, path: Path) -> None: ...
+    def loading(self, model: str) -> AbstractContextManager[None]: ...
+    def confirm_assembly(self, model: str) -> None: ...
+
+
+Handler = Callable[[Repl, str], bool | None]
 
 
 @dataclass(frozen=True)
@@ -63,7 +80,7 @@ def _model(repl: Repl, arg: str) -> None:
     if arg:
         repl.confirm_assembly(arg)
         with repl.loading(arg):
-            repl.chat.switch_model(arg)
+            repl.chat.apply(repl.chat.settings.but(model=arg))
         repl.say(f"model: {repl.chat.driver.model}")
         return
     profile = repl.chat.profile
@@ -79,7 +96,7 @@ def _approve(repl: Repl, arg: str) -> None:
         return
     if arg not in APPROVE_MODES:
         raise UsageError(f"unknown approve mode {arg!r}: use one of {', '.join(APPROVE_MODES)}")
-    repl.chat.set_approve(arg)
+    repl.chat.apply(repl.chat.settings.but(approve=arg))
     repl.say(f"approve mode: {arg}")
 
 
@@ -88,17 +105,17 @@ def _sandbox(repl: Repl, arg: str) -> None:
     command then asks again unless the approve mode is auto."""
     chat = repl.chat
     if arg == "off":
-        chat.set_sandbox(None)
+        chat.apply(chat.settings.but(sandbox=None))
     elif arg == "on":
-        if chat.sandbox is None:  # off or unavailable at start: try now
-            config = chat.config
-            chat.sandbox = resolve_sandbox(
+        if chat.start_sandbox is None:  # off or unavailable at start: try now
+            settings = chat.settings
+            chat.start_sandbox = resolve_sandbox(
                 "on",
-                allow_net=config.allow_net,
-                allow_git_writes=config.allow_git_writes,
-                read_only=config.sandbox_read,
+                allow_net=settings.allow_net,
+                allow_git_writes=settings.allow_git_writes,
+                read_only=settings.sandbox_read,
             )
-        chat.set_sandbox(chat.sandbox)
+        chat.apply(chat.settings.but(sandbox=chat.start_sandbox))
     elif arg:
         raise UsageError(f"/sandbox takes on or off, not {arg!r}")
     policy = chat.agent.sandbox

@@ -22,6 +22,7 @@ from rich.spinner import Spinner
 from rich.text import Text
 
 from agent import events as ev
+from agent.events import Status
 from agent.ui.diff import diff_text
 from agent.untrusted import json_line, visible
 
@@ -198,7 +199,7 @@ class Renderer:
             self.console.print(
                 Text(f"session {event.id} · {event.model} · {event.workspace}", style="dim")
             )
-        elif isinstance(event, ev.RunFinished) and event.status != "done":
+        elif isinstance(event, ev.RunFinished) and event.status != Status.DONE:
             why = f": {visible(event.error)}" if event.error else ""
             self.console.print(Text(f"■ stopped ({event.status}){why}", style="yellow"))
 

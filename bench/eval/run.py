@@ -83,7 +83,7 @@ def tally(events: list[dict[str, Any]], attempt: Attempt) -> None:
     for e in events:
         kind = e.get("type")
         if kind == "diagnostic" and LOOP_STOPPED in e.get("message", ""):
-            # Not a format error: a looping answer cut short (agent/loopguard.py).
+            # Not a format error: a looping answer cut short (agent/loop/loopguard.py).
             attempt.extra["loops_stopped"] = attempt.extra.get("loops_stopped", 0) + 1
         elif kind == "diagnostic":
             attempt.malformed += 1

@@ -51,7 +51,7 @@ def jsonl_steps(steps: list[str | dict[str, Any]]) -> str:
 
 def run_bosun(steps: list[str | dict[str, Any]], workspace: Path, scripts: Path, *args: str) -> Run:
     """`bosun run go -m scripted:… -w workspace --output jsonl *args`, in process."""
-    from agent.cli import app
+    from agent.cli.main import app
     from agent.session import sessions_dir
 
     script = scripts / f"script-{len(list(scripts.iterdir()))}.jsonl"

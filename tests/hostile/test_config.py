@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.config import load_config, user_config_path
+from agent.run.config import load_config, user_config_path
 from drivers.base import UsageError
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.assemble import MAX_INSTRUCTIONS_BYTES, project_instructions, system_message
+from agent.run.system_prompt import MAX_INSTRUCTIONS_BYTES, project_instructions, system_message
 from tests.hostile.conftest import SECRET, World, jsonl_steps
 
 KEY = "sk-bosun-test-" + "7" * 24  # a planted API key

@@ -11,9 +11,9 @@ import pytest
 from rich.console import Console
 
 from agent import events as ev
-from agent.headless import terminal_approver
 from agent.history import ToolCall
-from agent.output import TextPrinter
+from agent.run.headless import terminal_approver
+from agent.run.output import TextPrinter
 from agent.tools import default_registry
 from agent.ui.diff import diff_text, preview_diff
 from agent.ui.render import Renderer

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.config import load_config
 from agent.errors import UsageError
 from agent.mcp.servers import Approvals, ServerSpec
+from agent.run.config import load_config
 
 
 def user_config(home: Path, text: str) -> Path:

@@ -156,8 +156,9 @@ def test_no_server_outlives_a_sigint_during_a_call(
 def test_chat_asks_once_before_starting_a_workspace_server(
     workspace: Path, script_file, answer: str
 ) -> None:
-    from agent.chat import ChatSession
-    from agent.config import load_config, replace
+    from agent.run.chat import ChatSession
+    from agent.run.config import load_config, replace
+    from agent.run.settings import Settings
 
     entry = {"command": sys.executable, "args": [str(FAULT)]}
     (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"repo": entry}}))
@@ -169,7 +170,9 @@ def test_chat_asks_once_before_starting_a_workspace_server(
         return answer == "y"
 
     for _ in range(2):
-        chat = ChatSession(config, workspace, lambda e: None, None, ask_server=ask)
+        chat = ChatSession(
+            Settings.from_config(config, workspace=workspace), lambda e: None, None, ask_server=ask
+        )
         try:
             assert ("repo__echo" in chat.tools.names) == (answer == "y")
         finally:
@@ -216,13 +219,14 @@ def test_mcp_list_shows_status_and_tools(bosun_home: Path, workspace: Path) -> N
 
 
 def test_slash_mcp_in_chat(bosun_home: Path, workspace: Path, script_file) -> None:
-    from agent.chat import ChatSession
-    from agent.config import load_config, replace
+    from agent.run.chat import ChatSession
+    from agent.run.config import load_config, replace
+    from agent.run.settings import Settings
     from tests.ui.test_commands import FakeRepl
 
     server_config(bosun_home, fault_server())
     config = replace(load_config(workspace), model=f"scripted:{script_file('hi')}")
-    chat = ChatSession(config, workspace, lambda e: None, None)
+    chat = ChatSession(Settings.from_config(config, workspace=workspace), lambda e: None, None)
     try:
         out = FakeRepl(chat).run("/mcp")
     finally:

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from agent.grammar import tool_call_grammar
 from agent.mcp.tools import MAX_RESULT_CHARS, result_text, schema_problem, tool_name
+from agent.protocol.grammar import tool_call_grammar
 
 
 def test_names_are_namespaced_sanitised_short_and_unique() -> None:

@@ -1,12 +1,12 @@
 """The model outputs llama.cpp's own tests feed its tool-call parsers, through bosun.
 
-../shared/corpus/tool-calls/llama.cpp-cases.jsonl (read in place): 112 completions in the
-formats people run locally. Each goes through the parser that the model's profile picks
-(`profile_for(name, architecture=…, chat_template=<the corpus template>)`), whole, in
-random chunks and a character at a time; the calls, and the prose and reasoning where
-the case states them, must be the expected ones. A case marked `think_prefilled` was
-produced after a generation prompt that opened the reasoning block: the parser is told
-so by the prompt's end, as the runtime tells it.
+tests/data/tool-calls/llama.cpp-cases.jsonl (source in tests/data/README.md): 112
+completions in the formats people run locally. Each goes through the parser that the
+model's profile picks (`profile_for(name, architecture=…, chat_template=<the corpus
+template>)`), whole, in random chunks and a character at a time; the calls, and the
+prose and reasoning where the case states them, must be the expected ones. A case marked
+`think_prefilled` was produced after a generation prompt that opened the reasoning
+block: the parser is told so by the prompt's end, as the runtime tells it.
 """
 
 from __future__ import annotations
@@ -20,16 +20,14 @@ from typing import Any
 import pytest
 
 from agent.parsing import coalesce
-from agent.profile import profile_for
-from tests.prompt.prompt_cases import CORPUS as TEMPLATES
+from agent.protocol.profile import profile_for
+from tests.protocol.prompt_cases import CORPUS as TEMPLATES
+from tests.protocol.prompt_cases import DATA
 
-CASES_FILE = TEMPLATES.parent / "tool-calls" / "llama.cpp-cases.jsonl"
-pytestmark = pytest.mark.skipif(not CASES_FILE.is_file(), reason=f"no corpus at {CASES_FILE}")
+CASES_FILE = DATA / "tool-calls" / "llama.cpp-cases.jsonl"
 
 
 def _cases() -> list[dict[str, Any]]:
-    if not CASES_FILE.is_file():
-        return []
     return [json.loads(line) for line in CASES_FILE.read_text(encoding="utf-8").splitlines()]
 
 

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 from agent.history import ToolCall, ToolResult
-from agent.permissions import Approval, Decline
-from agent.runtime import AFTER_DECLINE
+from agent.loop.runtime import AFTER_DECLINE
 from agent.tools import Tool, ToolContext
+from agent.tools.permissions import Approval, Decline
 from tests.helpers import make_agent, tool_call
 
 WRITE = tool_call("write_file", path="new.txt", content="hi\n")
@@ -72,7 +72,7 @@ def test_ask_with_no_declines_and_shows_a_diff_first(workspace: Path) -> None:
     assert name == "edit_file" and diff is not None and "+bye from bosun" in diff
     [declined] = results(agent)
     assert declined.is_error and declined.content == "Error: the user declined this call"
-    assert agent.turns == 1
+    assert agent.state.turns == 1
     assert untouched(workspace)
 
 

@@ -11,10 +11,11 @@ from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 from rich.console import Console
 
-from agent.chat import ChatSession
-from agent.config import Config
 from agent.history import System, User
-from agent.prompt import read_messages_json
+from agent.protocol.render import read_messages_json
+from agent.run.chat import ChatSession
+from agent.run.config import Config
+from agent.run.settings import Settings
 from agent.ui import commands
 from agent.ui.input import SlashCompleter
 from agent.ui.render import Renderer
@@ -46,8 +47,9 @@ class FakeRepl:
 @pytest.fixture
 def repl(workspace: Path, script_file) -> Iterator[FakeRepl]:
     chat = ChatSession(
-        Config(model=f"scripted:{script_file('first', 'second')}"),
-        workspace,
+        Settings.from_config(
+            Config(model=f"scripted:{script_file('first', 'second')}"), workspace=workspace
+        ),
         lambda e: None,
         lambda call, tool: "yes",
     )
@@ -144,7 +146,7 @@ def test_tables_show_outside_text_as_it_is(repl: FakeRepl, monkeypatch, capsys) 
     """A prompt or an MCP tool's description is text from outside: rich markup in it
     (`[/bold]` used to raise MarkupError, an internal error) and escape sequences are
     shown, never interpreted."""
-    from agent import cli_common
+    from agent.cli import common as cli_common
 
     hostile = "fix [/bold] the [red]bug\x1b[2J"
     repl.chat.send(hostile)

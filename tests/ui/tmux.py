@@ -25,7 +25,7 @@ TMUX = shutil.which("tmux")
 
 
 def _chat_is_wired() -> bool:
-    from agent.cli import app
+    from agent.cli.main import app
 
     return any(
         (c.name or getattr(c.callback, "__name__", "")) == "chat" for c in app.registered_commands
@@ -34,7 +34,7 @@ def _chat_is_wired() -> bool:
 
 needs_tmux = pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
 needs_chat = pytest.mark.skipif(
-    not _chat_is_wired(), reason="the `chat` command is not wired into agent/cli.py yet"
+    not _chat_is_wired(), reason="the `chat` command is not wired into agent/cli/main.py yet"
 )
 
 

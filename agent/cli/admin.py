@@ -1,0 +1,138 @@
+"""The housekeeping sub-apps: `bosun cache`, `bosun contracts` and `bosun mcp`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agent.cli.common import WORKSPACE_MCP_HELP, WorkspaceOpt, mcp_servers, table
+
+cache_app = typer.Typer(
+    help="Saved prompt-prefix states: a new session loads its head instead of evaluating it.",
+    no_args_is_help=True,
+)
+
+
+@cache_app.command("info")
+def cache_info(
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+) -> None:
+    """Saved states, most recently used first: model, tokens, size, age; total vs cap."""
+    from agent.cli.cache import info, text_rows
+
+    rows, total = info()
+    if json_out:
+        for row in rows:
+            typer.echo(json.dumps(row, ensure_ascii=False))
+        return
+    if rows:
+        table(text_rows(rows), ["model", "tokens", "size", "saved", "used", "file"])
+    typer.echo(total)
+
+
+@cache_app.command("clear")
+def cache_clear() -> None:
+    """Delete every saved state (they are rebuilt as sessions run)."""
+    from agent.cli.cache import clear_all
+
+    typer.echo(clear_all())
+
+
+contracts_app = typer.Typer(
+    help="Falsification contracts: every promise names the tests that would break it.",
+    no_args_is_help=True,
+)
+
+ContractsPath = Annotated[
+    Path | None,
+    typer.Argument(help="A contracts folder or one .yaml file (default: bosun's contracts/)."),
+]
+ContractsJson = Annotated[bool, typer.Option("--json", help="One JSON document, for CI.")]
+
+
+@contracts_app.command("validate")
+def contracts_validate(path: ContractsPath = None, json_out: ContractsJson = False) -> None:
+    """Check contracts without running them: schema, ids, test nodes, mutation targets."""
+    from agent.contracts.cli import validate_command
+
+    raise typer.Exit(validate_command(path, json_out))
+
+
+@contracts_app.command("check")
+def contracts_check(
+    path: ContractsPath = None,
+    mutate: Annotated[
+        bool, typer.Option("--mutate", help="Also require each falsifier to fail under its mutant.")
+    ] = False,
+    json_out: ContractsJson = False,
+    jobs: Annotated[
+        int | None,
+        typer.Option("--jobs", "-j", min=1, help="Mutant runs at once (default: up to 4)."),
+    ] = None,
+) -> None:
+    """Run every falsifier; with --mutate, prove each one can fail."""
+    from agent.contracts.cli import check_command
+
+    raise typer.Exit(check_command(path, mutate, json_out, jobs))
+
+
+@contracts_app.command("new")
+def contracts_new(
+    name: Annotated[str, typer.Argument(help="Contract id, e.g. tool-budget-v1.")],
+) -> None:
+    """Scaffold contracts/NAME.yaml with a skeleton to fill in."""
+    from agent.contracts.cli import new_command
+
+    raise typer.Exit(new_command(name))
+
+
+mcp_app = typer.Typer(
+    help="MCP servers: their tools join bosun's ([mcp_servers.NAME] in config, .mcp.json).",
+    no_args_is_help=True,
+)
+
+
+@mcp_app.command("list")
+def mcp_list(
+    workspace: WorkspaceOpt = None,
+    allow_workspace_mcp: Annotated[
+        bool, typer.Option("--allow-workspace-mcp", help=WORKSPACE_MCP_HELP)
+    ] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+) -> None:
+    """Start the configured servers, list each one's status and tools, stop them."""
+    from agent.mcp.listing import list_servers
+
+    root = (workspace if workspace is not None else Path.cwd()).resolve()
+    rows = list_servers(mcp_servers(root), root, allow_workspace_mcp)
+    if json_out:
+        for row in rows:
+            typer.echo(json.dumps(row, ensure_ascii=False))
+        return
+    if not rows:
+        typer.echo("no MCP servers configured ([mcp_servers.NAME] in config.toml, or .mcp.json)")
+        return
+    table(
+        [
+            {k: str(v) if not isinstance(v, list) else ", ".join(v) for k, v in r.items()}
+            for r in rows
+        ],
+        ["server", "from", "status", "tools", "note"],
+    )
+
+
+def config_command(
+    workspace: WorkspaceOpt = None,
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
+) -> None:
+    """The config files in force and each setting with the file that set it."""
+    from agent.cli.config_report import report, text
+
+    data = report(workspace if workspace is not None else Path.cwd())
+    if json_out:
+        typer.echo(json.dumps(data, ensure_ascii=False, default=list))
+    else:
+        typer.echo(text(data), nl=False)

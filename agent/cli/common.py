@@ -1,0 +1,123 @@
+"""What every `bosun` command shares: the error policy, the common options, tables.
+
+Every failure a user can cause ends in one line on stderr and a documented exit code
+(2 for usage errors); no traceback reaches the terminal unless BOSUN_DEBUG is set.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+
+from agent.session import PICK
+
+try:  # typer >= 0.20 vendors click privately; older releases use click itself
+    from typer._click import exceptions as click_exc
+except ImportError:  # pragma: no cover
+    from click import exceptions as click_exc  # type: ignore[no-redef]
+
+EXIT_USAGE = 2
+
+
+class BosunApp(typer.Typer):
+    """Typer, with bosun's error policy applied around every command."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from agent.errors import HarnessError, UsageError
+
+        if not args and "args" not in kwargs:
+            kwargs["args"] = optional_values(sys.argv[1:])
+        try:
+            code = super().__call__(*args, standalone_mode=False, **kwargs)
+        except click_exc.NoArgsIsHelpError as exc:
+            sys.stderr.write((exc.ctx.get_help() if exc.ctx else "") + "\n")
+            code = EXIT_USAGE
+        except click_exc.UsageError as exc:
+            cmd = exc.ctx.command_path if exc.ctx else "bosun"
+            fail(f"{exc.format_message()} (see '{cmd} --help')", EXIT_USAGE)
+        except click_exc.ClickException as exc:
+            fail(exc.format_message(), 1)
+        except UsageError as exc:
+            fail(str(exc), EXIT_USAGE)
+        except HarnessError as exc:
+            fail(str(exc), 1)
+        except (KeyboardInterrupt, typer.Abort):
+            fail("interrupted", 130)
+        except Exception as exc:
+            if os.environ.get("BOSUN_DEBUG"):
+                raise
+            fail(f"internal error: {type(exc).__name__}: {exc} (BOSUN_DEBUG=1 shows more)", 1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+_OPTIONAL_VALUE = {"--resume": PICK}
+
+
+def optional_values(argv: list[str]) -> list[str]:
+    """Click has no option whose value may be left out; `chat --resume` alone (last, or
+    before another option) means "let me pick", so the placeholder is put in for it."""
+    out = []
+    for i, arg in enumerate(argv):
+        out.append(arg)
+        if arg == "--":
+            return out + argv[i + 1 :]
+        following = argv[i + 1] if i + 1 < len(argv) else None
+        if arg in _OPTIONAL_VALUE and (following is None or following.startswith("-")):
+            out.append(_OPTIONAL_VALUE[arg])
+    return out
+
+
+def fail(message: str, code: int) -> NoReturn:
+    sys.stderr.write(f"bosun: error: {message}\n")
+    sys.exit(code)
+
+
+ModelOpt = Annotated[
+    str,
+    typer.Option(
+        "--model",
+        "-m",
+        help="GGUF path, bundled name (smollm2-135m), openai:URL#MODEL or scripted:FILE.jsonl.",
+    ),
+]
+WorkspaceOpt = Annotated[
+    Path | None,
+    typer.Option("--workspace", "-w", help="Folder the agent works in (default: current)."),
+]
+
+
+YesOpt = Annotated[
+    bool, typer.Option("--yes", "-y", help="Same as --approve auto: every tool runs unasked.")
+]
+
+
+WORKSPACE_MCP_HELP = "Start MCP servers the workspace names (.mcp.json, .bosun.toml) unapproved."
+
+
+def mcp_servers(workspace: Path | None) -> tuple[Any, ...]:
+    """The MCP servers the config files name for this workspace (agent.mcp.servers)."""
+    from agent.run.config import load_config
+
+    root = workspace if workspace is not None else Path.cwd()
+    return load_config(root if root.is_dir() else None).mcp_servers
+
+
+def table(rows: list[dict[str, str]], columns: list[str]) -> None:
+    """A rich table on a terminal; tab-separated lines (with a header) in a pipe."""
+    if not sys.stdout.isatty():
+        for row in [dict(zip(columns, columns, strict=True)), *rows]:
+            sys.stdout.write("\t".join(row.get(c, "") for c in columns) + "\n")
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    from agent.ui.render import cell
+
+    table = Table(*columns, box=None, pad_edge=False)
+    for row in rows:
+        table.add_row(*(cell(row.get(c, "")) for c in columns))
+    Console(soft_wrap=True).print(table)

@@ -1,0 +1,81 @@
+"""`bosun config`: which files are in force, and where each setting comes from.
+
+A setting that surprises (a workspace that made approval stricter, a model from the
+user file) is only debuggable when its source is visible, so every value is printed
+with the file that set it. The files are read through `load_config`, with its checks and
+warnings, so what is shown is what a run would use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from agent.mcp.servers import MCP_JSON
+from agent.run.config import (
+    WORKSPACE_FILE,
+    Config,
+    load_config,
+    parse_config_file,
+    user_config_path,
+)
+
+
+def _settings(path: Path, origin: str) -> dict[str, Any]:
+    return (
+        parse_config_file(path, "workspace" if origin == "workspace" else "user")
+        if path.is_file()
+        else {}
+    )
+
+
+def report(workspace: Path) -> dict[str, Any]:
+    """Files (path, present), settings (name, value, source) and MCP servers."""
+    config = load_config(workspace)
+    user, local, mcp = user_config_path(), workspace / WORKSPACE_FILE, workspace / MCP_JSON
+    by_file = [("workspace", _settings(local, "workspace")), ("user", _settings(user, "user"))]
+    settings = []
+    for f in fields(Config):
+        if f.name == "mcp_servers":
+            continue
+        value = getattr(config, f.name)
+        source = next(
+            (name for name, found in by_file if f.name in found and found[f.name] == value),
+            "default",
+        )
+        settings.append({"name": f.name, "value": value, "source": source})
+    return {
+        "files": [
+            {"role": "user", "path": str(user), "present": user.is_file()},
+            {"role": "workspace", "path": str(local), "present": local.is_file()},
+            {"role": "mcp", "path": str(mcp), "present": mcp.is_file()},
+        ],
+        "settings": settings,
+        "mcp_servers": [
+            {"name": s.name, "source": s.source, "enabled": s.enabled, "trusted": s.trusted}
+            for s in config.mcp_servers
+        ],
+    }
+
+
+def text(data: dict[str, Any]) -> str:
+    lines = ["files:"]
+    for f in data["files"]:
+        state = "" if f["present"] else "  (absent)"
+        lines.append(f"  {f['role']:<10} {f['path']}{state}")
+    lines.append("settings:")
+    for s in data["settings"]:
+        value = s["value"]
+        shown = "(model's own)" if value is None else repr(value)
+        lines.append(f"  {s['name']:<17} {shown:<24} {s['source']}")
+    if data["mcp_servers"]:
+        lines.append("mcp servers:")
+        for s in data["mcp_servers"]:
+            notes = [
+                n for n, on in (("disabled", not s["enabled"]), ("trusted", s["trusted"])) if on
+            ]
+            lines.append(
+                f"  {s['name']:<17} {s['source']}{'  ' + ', '.join(notes) if notes else ''}"
+            )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,307 @@
+"""The `bosun` command. Thin: parse options, build objects, hand over.
+
+`run`, `chat` and `selftest` live here; the read-only commands in agent/cli/info.py,
+`cache` and `contracts` in agent/cli/admin.py, the error policy in agent/cli/common.py.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agent import __version__
+from agent.cli import admin as cli_admin
+from agent.cli import info as cli_info
+from agent.cli.common import (
+    EXIT_USAGE,
+    WORKSPACE_MCP_HELP,
+    BosunApp,
+    ModelOpt,
+    WorkspaceOpt,
+    YesOpt,
+    fail,
+    mcp_servers,
+)
+
+
+class Output(StrEnum):
+    text = "text"
+    jsonl = "jsonl"
+
+
+class Approve(StrEnum):
+    ask = "ask"
+    auto_edit = "auto-edit"
+    auto = "auto"
+    read_only = "read-only"
+
+
+class Api(StrEnum):
+    chat = "chat"
+    completions = "completions"
+
+
+class Constrain(StrEnum):
+    auto = "auto"
+    always = "always"
+    never = "never"
+
+
+class Sandbox(StrEnum):
+    auto = "auto"
+    on = "on"
+    off = "off"
+
+
+SANDBOX_HELP = "bash in bubblewrap: auto (where it works), on (or exit 2), off."
+NET_HELP = "Give the sandbox the network."
+GIT_HELP = "Let sandboxed commands write the workspace's .git/ (hooks, config)."
+
+
+app = BosunApp(
+    name="bosun",
+    help="An agentic coding harness for local models.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"bosun {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """bosun drives GGUF models in process or any OpenAI-compatible server."""
+
+
+ABLATIONS = ("salvage", "retention")
+
+
+def _ablations(value: str) -> frozenset[str]:
+    """`--ablate salvage,retention` -> the parts of bosun to turn off (bench/eval)."""
+    names = frozenset(part.strip() for part in value.split(",") if part.strip())
+    unknown = sorted(names - set(ABLATIONS))
+    if unknown:
+        fail(
+            f"--ablate: unknown {', '.join(unknown)} (choose from {', '.join(ABLATIONS)})",
+            EXIT_USAGE,
+        )
+    return names
+
+
+@app.command()
+def run(
+    prompt: Annotated[str | None, typer.Argument(help="The task; '-' reads it from stdin.")] = None,
+    model: ModelOpt = "smollm2-135m",
+    workspace: WorkspaceOpt = None,
+    output: Annotated[Output, typer.Option(help="text for people, jsonl for scripts.")] = (
+        Output.text
+    ),
+    max_turns: Annotated[int, typer.Option(min=1, help="Most model calls in this run.")] = 30,
+    approve: Annotated[
+        Approve, typer.Option(help="Which tools may run without asking.")
+    ] = Approve.ask,
+    constrain: Annotated[
+        Constrain, typer.Option(help="Grammar-constrained tool calls.")
+    ] = Constrain.auto,
+    trace: Annotated[
+        Path | None, typer.Option(help="Append every exact prompt and completion to FILE.")
+    ] = None,
+    tasks: Annotated[
+        Path | None,
+        typer.Option(help="Run every task in FILE.jsonl ('-': stdin), JSONL out, tagged by task."),
+    ] = None,
+    jobs: Annotated[
+        int, typer.Option(min=1, help="Tasks at once with --tasks (the backend may allow fewer).")
+    ] = 1,
+    api: Annotated[
+        Api | None,
+        typer.Option(
+            "--api",
+            "--wire",  # its earlier name, still accepted
+            help="openai: models only: chat (server template and tool parser, the default)"
+            " or completions (bosun renders the prompt).",
+        ),
+    ] = None,
+    context_size: Annotated[
+        int | None,
+        typer.Option(
+            "--context-size",
+            min=256,
+            help="Context window in tokens; long runs compact to stay inside it.",
+        ),
+    ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            help="With --tasks: a bad line refuses the whole file (exit 2) instead of"
+            " failing on its own while the other lines run."
+        ),
+    ] = False,
+    ablate: Annotated[
+        str,
+        typer.Option(
+            hidden=True,
+            help="Evaluation only: turn off 'salvage' and/or 'retention' (comma-separated).",
+        ),
+    ] = "",
+    sandbox: Annotated[Sandbox, typer.Option(help=SANDBOX_HELP)] = Sandbox.auto,
+    allow_net: Annotated[bool, typer.Option("--allow-net", help=NET_HELP)] = False,
+    allow_git_writes: Annotated[bool, typer.Option("--allow-git-writes", help=GIT_HELP)] = False,
+    allow_workspace_mcp: Annotated[
+        bool, typer.Option("--allow-workspace-mcp", help=WORKSPACE_MCP_HELP)
+    ] = False,
+    yes: YesOpt = False,
+) -> None:
+    """Run one task headless and exit: 0 done, 1 error, 2 usage, 3 budget/stuck, 4 nothing
+    allowed (refused/declined), 130 ^C. Text piped in joins the prompt.
+
+    With --tasks: every task, concurrently; exit 1 when any task did not finish "done"
+    (a bad line of the file counts as a failed task, tagged "line N", unless --strict).
+    """
+    ablations = _ablations(ablate)
+    if yes:
+        approve = Approve.auto
+    if tasks is not None and prompt is not None:
+        fail("give a PROMPT or --tasks FILE, not both", EXIT_USAGE)
+    from agent.run.settings import Settings
+    from agent.tools.sandbox import resolve_sandbox
+
+    policy = resolve_sandbox(sandbox.value, allow_net=allow_net, allow_git_writes=allow_git_writes)
+    settings = Settings(
+        model=model,
+        workspace=workspace if workspace is not None else Path.cwd(),
+        approve=approve.value,
+        constrain=constrain.value,
+        api=api.value if api is not None else None,
+        context_size=context_size,
+        sandbox=policy,
+        allow_net=allow_net,
+        allow_git_writes=allow_git_writes,
+        mcp_servers=mcp_servers(workspace),
+        allow_workspace_mcp=allow_workspace_mcp,
+        max_turns=max_turns,
+        trace=trace,
+        ablate=ablations,
+        output=output.value,
+        jobs=jobs,
+        strict=strict,
+    )
+    if tasks is not None:
+        from agent.run.batch import run_tasks
+
+        raise typer.Exit(run_tasks(settings, tasks))
+    from agent.run.headless import run_once
+
+    if prompt is None:
+        fail("give a PROMPT ('-' reads it from stdin) or --tasks FILE", EXIT_USAGE)
+    if prompt == "-":
+        prompt = sys.stdin.read()
+    else:
+        from agent.cli.piped import piped_text, with_piped
+
+        prompt = with_piped(prompt, piped_text())
+    if not prompt.strip():
+        fail("the prompt is empty", EXIT_USAGE)
+    raise typer.Exit(run_once(settings, prompt))
+
+
+@app.command()
+def chat(
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="GGUF path, bundled name, openai:URL#MODEL or scripted:FILE.jsonl"
+            " (default: config.toml, else smollm2-135m).",
+        ),
+    ] = None,
+    workspace: WorkspaceOpt = None,
+    approve: Annotated[
+        Approve | None, typer.Option(help="Which tools may run without asking.")
+    ] = None,
+    constrain: Annotated[
+        Constrain | None, typer.Option(help="Grammar-constrained tool calls.")
+    ] = None,
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            "--resume",
+            help="Continue session ID (or a prefix of it); with no ID, pick one of this"
+            " folder's recent sessions.",
+        ),
+    ] = None,
+    continue_: Annotated[
+        bool,
+        typer.Option("--continue", "-c", help="Continue the latest session in this workspace."),
+    ] = False,
+    show_reasoning: Annotated[
+        bool, typer.Option("--show-reasoning", help="Show the model's reasoning as it streams.")
+    ] = False,
+    context_size: Annotated[
+        int | None, typer.Option("--context-size", min=256, help="Context window in tokens.")
+    ] = None,
+    sandbox: Annotated[
+        Sandbox | None, typer.Option(help=SANDBOX_HELP + " Default: config, else auto.")
+    ] = None,
+    allow_net: Annotated[bool | None, typer.Option("--allow-net", help=NET_HELP)] = None,
+    allow_git_writes: Annotated[
+        bool | None, typer.Option("--allow-git-writes", help=GIT_HELP)
+    ] = None,
+    allow_workspace_mcp: Annotated[
+        bool, typer.Option("--allow-workspace-mcp", help=WORKSPACE_MCP_HELP)
+    ] = False,
+    yes: YesOpt = False,
+) -> None:
+    """Talk to the agent in a terminal: streamed answers, tool calls, diffs, approvals."""
+    from agent.ui.app import chat_command
+
+    if yes:
+        approve = Approve.auto
+    code = chat_command(
+        model,
+        workspace,
+        approve.value if approve is not None else None,
+        resume,
+        continue_,
+        show_reasoning,
+        constrain.value if constrain is not None else None,
+        context_size,
+        sandbox=sandbox.value if sandbox is not None else None,
+        allow_net=allow_net,
+        allow_git_writes=allow_git_writes,
+        allow_workspace_mcp=allow_workspace_mcp,
+    )
+    raise typer.Exit(code)
+
+
+@app.command()
+def selftest(model: ModelOpt = "smollm2-135m") -> None:
+    """Load a model and run one real multi-token prompt through it."""
+    from agent.cli.selftest import selftest as check
+
+    typer.echo(check(model))
+
+
+app.command()(cli_info.models)
+app.command()(cli_info.render)
+app.add_typer(cli_info.sessions_app, name="sessions")
+app.add_typer(cli_admin.cache_app, name="cache")
+app.add_typer(cli_admin.contracts_app, name="contracts")
+app.add_typer(cli_admin.mcp_app, name="mcp")
+app.command("config")(cli_admin.config_command)

@@ -1,0 +1,261 @@
+"""Where a run is put together: the MCP hub started, the model opened into a driver and
+its profile, an Agent built around them on a seat, a session started, and all of it torn
+down again. `bosun run`, each `--tasks` task and `bosun chat` come through here, and none
+of them imports another, so the three cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import Any
+
+from agent import events as ev
+from agent.errors import SessionWriteError, UsageError
+from agent.history import Message
+from agent.loop.budget import Budget
+from agent.loop.cancel import Cancel
+from agent.loop.compact import Compactor
+from agent.loop.constraint import constraint_for
+from agent.loop.context import Counter, Limits, View
+from agent.loop.runtime import Agent, Seat
+from agent.mcp.hub import Hub, warn
+from agent.mcp.session import Ask, begin_hub, finish_hub
+from agent.protocol.gguf import GGUFError
+from agent.protocol.profile import ModelProfile, profile_for
+from agent.run.settings import Settings
+from agent.run.system_prompt import system_message
+from agent.session import SessionLog, bosun_home
+from agent.tools import BUILTIN, ToolRegistry, default_registry
+from agent.tools.orchestrator import Gate
+from agent.tools.permissions import Approver
+from agent.untrusted import json_line
+from drivers import llama_log, open_driver
+from drivers.base import Driver
+
+Trace = Callable[[dict[str, Any]], None]
+
+
+def check_workspace(path: Path) -> Path:
+    if not path.exists():
+        raise UsageError(f"workspace does not exist: {path}")
+    if not path.is_dir():
+        raise UsageError(f"workspace is not a directory: {path}")
+    return path.resolve()
+
+
+def trace_writer(path: Path) -> Trace:
+    """Append one JSON line per model call; the file is opened per write so a crash
+    leaves every completed call on disk."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.open("a", encoding="utf-8").close()
+    except OSError as exc:
+        raise UsageError(f"cannot write trace file {path}: {exc.strerror}") from None
+
+    def write(record: dict[str, Any]) -> None:
+        try:
+            with path.open("a", encoding="utf-8") as fh:
+                fh.write(json_line(record) + "\n")
+        except OSError as exc:  # a full disk: the run ends as an error, with its result
+            raise SessionWriteError(
+                f"cannot write the trace file {path}: {exc.strerror or exc}"
+            ) from None
+
+    return write
+
+
+def profile_of(model: str) -> ModelProfile:
+    """The model's profile, resolved before anything is loaded (this also validates
+    capabilities.toml and reads the GGUF's metadata); a bad model file is a usage error."""
+    try:
+        return profile_for(model)
+    except GGUFError as exc:
+        raise UsageError(f"cannot read model {model}: {exc}") from None
+
+
+def open_model(
+    spec: str, *, api: str | None = None, context_size: int | None = None
+) -> tuple[Driver, ModelProfile]:
+    """The driver for `spec` and the profile of the model behind it. The profile comes
+    first: a bad model file or capabilities.toml fails before seconds of loading."""
+    profile = profile_of(spec)
+    local = not spec.lower().startswith("openai:")  # a server sets its own context
+    options: dict[str, Any] = {"n_ctx": context_size} if context_size and local else {}
+    if local:
+        llama_log.send_to(bosun_home() / "logs" / "llama.log")  # not into the terminal
+    return open_driver(spec, api=api, **options), profile
+
+
+def compactor_for(
+    driver: Driver,
+    context_size: int | None,
+    compact_at: float | None,
+    view: View | None = None,
+) -> Compactor | None:
+    """The context budget for this backend: its own context size where it knows it
+    (the in-process model), else the one the user gave; none when neither is known."""
+    n_ctx = driver.info.n_ctx or context_size
+    if not n_ctx:
+        return None
+    limits = Limits(n_ctx, compact_at if compact_at is not None else Limits.compact_at)
+    return Compactor(limits, Counter(driver.info.tokenize), view or View())
+
+
+def seat_for(
+    driver: Driver,
+    profile: ModelProfile,
+    tools: ToolRegistry,
+    settings: Settings,
+    view: View | None = None,
+) -> Seat:
+    """A model's seat: its grammar constraint and context budget for these settings
+    (`view`: the compacted view of a conversation it takes over)."""
+    return Seat(
+        driver,
+        profile,
+        constraint_for(settings.constrain, driver, tools, profile),
+        compactor_for(driver, settings.context_size, settings.compact_at, view),
+    )
+
+
+class Assembly:
+    """What a face runs its requests on: the model (driver and profile) and the MCP
+    hub's tools, opened once and closed once. A batch builds one agent per task on it,
+    a chat one agent for the whole conversation."""
+
+    def __init__(
+        self, settings: Settings, driver: Driver, profile: ModelProfile, hub: Hub | None
+    ) -> None:
+        self.settings = settings
+        self.driver = driver
+        self.profile = profile
+        self.hub = hub
+
+    @classmethod
+    def open(
+        cls,
+        settings: Settings,
+        *,
+        driver: Driver | None = None,
+        ask_server: Ask | None = None,
+        report: Callable[[str], None] = warn,
+        loading: Callable[[str], AbstractContextManager[object]] = lambda _m: nullcontext(),
+    ) -> Assembly:
+        """The hub's servers start while the model loads; `driver` replaces opening
+        `settings.model` (tests inject failures); `report` gets one line for each
+        server that did not start."""
+        hub = begin_hub(
+            settings.mcp_servers,
+            settings.workspace,
+            allow_workspace=settings.allow_workspace_mcp,
+            ask=ask_server,
+            reserved=(t.name for t in BUILTIN),
+        )
+        try:
+            if driver is None:
+                with loading(settings.model):
+                    driver, profile = open_model(
+                        settings.model, api=settings.api, context_size=settings.context_size
+                    )
+            else:
+                profile = profile_of(settings.model)
+            try:
+                if hub is not None:
+                    finish_hub(hub, report)
+            except BaseException:
+                driver.close()
+                raise
+        except BaseException:
+            if hub is not None:
+                hub.close()
+            raise
+        return cls(settings, driver, profile, hub)
+
+    def __enter__(self) -> Assembly:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def tools(self) -> ToolRegistry:
+        """bosun's tools and the hub's, a registry of its own for each agent."""
+        return default_registry(self.hub.tools() if self.hub is not None else ())
+
+    def agent(
+        self,
+        emit: ev.Emit,
+        *,
+        on_message: Callable[[Message], None],
+        settings: Settings | None = None,
+        approver: Approver | None = None,
+        trace: Trace | None = None,
+        cancel: Cancel | None = None,
+        driver: Driver | None = None,
+    ) -> Agent:
+        """An Agent on this model (or on `driver`, a batch task's copy of it) under
+        `settings` (a task's own); `on_message` sees every message added (a session
+        file), `cancel` is shared where one Ctrl-C stops several agents (a batch)."""
+        settings = settings or self.settings
+        tools = self.tools()
+        return Agent(
+            seat=seat_for(driver or self.driver, self.profile, tools, settings),
+            tools=tools,
+            workspace=settings.workspace,
+            history=[],
+            emit=emit,
+            budget=Budget(max_turns=settings.max_turns, max_tokens=settings.max_tokens),
+            gate=Gate(settings.approve, approver, settings.sandbox),
+            on_message=on_message,
+            trace=trace,
+            salvage="salvage" not in settings.ablate,
+            retain="retention" not in settings.ablate,
+            cancel=cancel if cancel is not None else Cancel(),
+        )
+
+    def switch(self, model: str) -> None:
+        """Another model for what is built from now on; the new one is opened before the
+        old one is closed, so a model that fails to open leaves the old one working."""
+        settings = self.settings
+        driver, profile = open_model(model, api=settings.api, context_size=settings.context_size)
+        self.driver.close()
+        self.driver, self.profile = driver, profile
+        self.settings = settings.but(model=model)
+
+    def close(self) -> None:
+        try:
+            self.driver.close()
+        finally:
+            if self.hub is not None:
+                self.hub.close()
+
+
+def recording(log: Callable[[], SessionLog | None], *sinks: ev.Emit) -> ev.Emit:
+    """One event stream: into the session file (`log()`, where there is one now) and
+    then to every sink (a printer, a screen)."""
+
+    def emit(event: ev.AgentEvent) -> None:
+        session = log()
+        if session is not None:
+            session.event(event)
+        for sink in sinks:
+            sink(event)
+
+    return emit
+
+
+def start_session(
+    agent: Agent,
+    session_id: str,
+    stored: list[Message] | None = None,
+    compactions: Sequence[dict[str, Any]] = (),
+) -> None:
+    """The session line first, then the history: a new one gets the system prompt, read
+    now (AGENTS.md may have changed); a stored one is taken as it was saved, compactions
+    included, so the next prompt starts with the bytes the model saw before (a prefix
+    cache still applies)."""
+    agent.emit(ev.SessionStarted(session_id, agent.driver.model, str(agent.workspace)))
+    agent.load(stored if stored is not None else [], compactions)
+    if stored is None:
+        agent.add(system_message(agent.workspace))

@@ -1,0 +1,265 @@
+"""The chat session controller: one Agent kept across user requests, durable and stoppable.
+
+It knows nothing about terminals: the REPL in `agent/ui/` hands it an `emit` callback
+and an approver and calls `send()` once per user message. Kept apart from the UI so
+tests can drive whole conversations (resume, interrupts, model switches) in process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent import events as ev
+from agent.errors import UsageError
+from agent.events import Status
+from agent.history import Message, ToolCall, ToolResult
+from agent.loop.runtime import INTERRUPTED_CALL
+from agent.mcp.hub import warn
+from agent.mcp.session import Ask
+from agent.protocol.profile import ModelProfile
+from agent.run.assemble import Assembly, recording, seat_for, start_session
+from agent.run.settings import Settings
+from agent.session import (
+    SessionLog,
+    StoredSession,
+    load_session,
+    new_session_id,
+    unanswered_calls,
+)
+from agent.tools import ToolContext
+from agent.tools.checkpoints import Checkpoints
+from agent.tools.permissions import Approver, decision
+from agent.transcript import fence
+from drivers.base import Driver, Usage
+
+LOST_CALL = (
+    "Error: bosun stopped before this call finished; its effect is unknown,"
+    " so check before repeating it"
+)
+
+
+@dataclass
+class Stats:
+    """Token counts for the status line and `/usage` (whole session, and last call)."""
+
+    calls: int = 0
+    total: Usage = field(default_factory=Usage)
+    context_used: int = 0
+    last: ev.TurnFinished | None = None
+
+    def add(self, turn: ev.TurnFinished) -> None:
+        if turn.prompt_tokens:
+            self.context_used = turn.prompt_tokens + turn.completion_tokens
+        else:  # an interrupted call does not learn its prompt size; the context only grew
+            self.context_used += turn.completion_tokens
+        self.calls += 1
+        self.total.add(
+            Usage(turn.prompt_tokens, turn.cached_tokens, turn.completion_tokens, turn.ms)
+        )
+        self.last = turn
+
+    @property
+    def tokens_per_s(self) -> float:
+        last = self.last
+        return last.completion_tokens * 1000 / last.ms if last and last.ms > 0 else 0.0
+
+
+class ChatSession:
+    """A conversation: the agent, its session file, the model, and usage so far."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        emit: ev.Emit,
+        approver: Approver | None,
+        *,
+        ask_server: Ask | None = None,
+        report: Callable[[str], None] = warn,
+    ) -> None:
+        """`ask_server` is asked once about each MCP server the workspace names
+        (agent.mcp.session); `report` gets a line for each server that did not start."""
+        self.settings = settings
+        self.start_sandbox = settings.sandbox  # what `/sandbox on` puts back
+        self.stats = Stats()
+        self._ui_emit = emit
+        self.last_prompt: str | None = None  # the exact bytes last sent (`/render`)
+        self.pending: list[str] = []  # `!command` outputs, sent with the next message
+        self.log: SessionLog | None = None
+        self.assembly = Assembly.open(settings, ask_server=ask_server, report=report)
+        self.agent = self.assembly.agent(
+            recording(lambda: self.log, self._count, emit),
+            on_message=self._record,
+            approver=approver,
+            trace=self._sent,
+        )
+        self.tools = self.agent.tools
+        self.agent.checkpoints = Checkpoints(settings.workspace)
+
+    # --- plumbing ------------------------------------------------------------------
+
+    def _count(self, event: ev.AgentEvent) -> None:
+        if isinstance(event, ev.TurnFinished):
+            self.stats.add(event)
+
+    def _emit(self, event: ev.AgentEvent) -> None:
+        self.agent.emit(event)
+
+    def _record(self, message: Message) -> None:
+        if self.log is not None:
+            self.log.message(message)
+
+    def _sent(self, record: dict[str, Any]) -> None:
+        prompt = record.get("wire_prompt", record.get("prompt"))
+        self.last_prompt = prompt if isinstance(prompt, str) else None
+
+    @property
+    def workspace(self) -> Path:
+        return self.settings.workspace
+
+    @property
+    def profile(self) -> ModelProfile:
+        return self.agent.profile
+
+    @property
+    def driver(self) -> Driver:
+        return self.agent.driver
+
+    @property
+    def history(self) -> list[Message]:
+        return self.agent.history
+
+    @property
+    def id(self) -> str:
+        return self.log.id if self.log is not None else ""
+
+    @property
+    def context_size(self) -> int | None:
+        return self.driver.info.n_ctx or self.settings.context_size
+
+    def _answer(self, calls: Sequence[ToolCall], content: str) -> None:
+        for call in calls:
+            self.agent.add(ToolResult(call.id, content, is_error=True))
+
+    # --- what the REPL calls -------------------------------------------------------
+
+    def apply(self, settings: Settings) -> None:
+        """A change mid-session (`/model`, `/approve`, `/sandbox`, a resumed session's
+        workspace): what differs from the settings in force is put in place, and nothing
+        else is touched. A new model takes its own seat (driver, profile, grammar,
+        context budget) over the same history: history is canonical, so that is always
+        valid; a model that fails to open leaves the old one in place."""
+        old, self.settings = self.settings, settings
+        agent = self.agent
+        if settings.model != old.model:
+            try:
+                self.assembly.switch(settings.model)
+            except BaseException:
+                self.settings = old.but(sandbox=settings.sandbox, approve=settings.approve)
+                raise
+            view = agent.compactor.view if agent.compactor is not None else None
+            assembly = self.assembly
+            agent.seat = seat_for(assembly.driver, assembly.profile, self.tools, settings, view)
+            self._emit(ev.SessionStarted(self.id, assembly.driver.model, str(self.workspace)))
+        if settings.sandbox != old.sandbox:
+            agent.sandbox = settings.sandbox  # "always" answers are reset with it
+        if settings.approve != old.approve or settings.sandbox != old.sandbox:
+            agent.set_approve(settings.approve)
+        if settings.workspace != old.workspace:
+            agent.workspace = settings.workspace
+
+    def start_new(self) -> None:
+        """A fresh conversation (also `/clear`): new file, system prompt read anew."""
+        self._close_log()
+        self.log = SessionLog(new_session_id())
+        self.stats = Stats()
+        self.pending.clear()
+        self.agent.checkpoints = Checkpoints(self.workspace)
+        start_session(self.agent, self.log.id)
+
+    def resume(self, path: Path) -> StoredSession:
+        """Continue a stored session in its own file, with its history as it was saved.
+        Calls that never got a result are answered first."""
+        try:
+            stored = load_session(path)
+        except ValueError as exc:
+            raise UsageError(f"session {path.stem} is damaged: {exc}") from None
+        self._close_log()
+        if stored.workspace and Path(stored.workspace).is_dir():
+            self.apply(self.settings.but(workspace=Path(stored.workspace)))
+        self.log = SessionLog(stored.id, path.parent)
+        self.stats = Stats()
+        self.pending.clear()
+        self.agent.checkpoints = Checkpoints(self.workspace)
+        start_session(self.agent, stored.id, stored.messages, stored.compactions)
+        self._answer(unanswered_calls(self.history), LOST_CALL)
+        compactor = self.agent.compactor
+        if compactor is not None:  # the status bar's context before the first new call
+            self.stats.context_used = compactor.size(self.history, self.tools.specs())
+        return stored
+
+    def send(self, prompt: str) -> ev.RunFinished:
+        """One user request. Ctrl-C stops it cleanly (agent.cancel); the history left
+        behind is always one a model can be shown again."""
+        if self.pending:
+            prompt = "\n\n".join([*self.pending, prompt])
+            self.pending.clear()
+        cancel = self.agent.cancel
+        cancel.clear()
+        result: ev.RunFinished | None = None
+        try:
+            with cancel.on_sigint():
+                result = self.agent.run(prompt)
+        except KeyboardInterrupt:  # a second Ctrl-C landed outside the loop
+            pass
+        self._answer(unanswered_calls(self.history), INTERRUPTED_CALL)
+        if result is None:
+            result = ev.RunFinished.of(Status.INTERRUPTED)
+            self._emit(result)
+        return result
+
+    def run_shell(self, command: str) -> ToolResult:
+        """`!command` from the user: bash's sandbox and approval mode apply (read-only
+        refuses; otherwise typing it is the approval). The output waits in `pending`."""
+        tool = self.tools.get("bash")
+        sandboxed = self.agent.sandbox is not None
+        if tool is None or decision(self.agent.approve, tool.kind, sandboxed=sandboxed) == "deny":
+            raise UsageError(f"approve mode {self.agent.approve}: shell commands do not run")
+        call = ToolCall("shell", "bash", {"command": command})
+        try:
+            result = self.tools.execute(call, ToolContext(self.workspace, self.agent.sandbox))
+        except KeyboardInterrupt:  # bash has killed the command by now
+            result = ToolResult(call.id, "(stopped)", is_error=True)
+        if self.agent.compactor is not None:
+            result = self.agent.compactor.cap(result)
+        self.pending.append(f"I ran `{command}` myself; its output:\n{fence(result.content)}")
+        return result
+
+    @property
+    def checkpoints(self) -> Checkpoints:
+        assert self.agent.checkpoints is not None  # set in __init__ and on every start
+        return self.agent.checkpoints
+
+    def compact(self) -> bool:
+        """`/compact`: as small as it goes now; False when there was nothing to do."""
+        compactor = self.agent.compactor
+        if compactor is None:
+            return False
+        before = len(compactor.view.stubs), compactor.view.cut
+        self.agent.compact(force=True)
+        return (len(compactor.view.stubs), compactor.view.cut) != before
+
+    def next_prompt(self) -> str:
+        """The exact bytes the next model call would send for the history so far."""
+        return self.profile.render(self.history, self.tools.specs())
+
+    def _close_log(self) -> None:
+        if self.log is not None:
+            self.log.close()
+            self.log = None
+
+    def close(self) -> None:
+        self._close_log()
+        self.assembly.close()

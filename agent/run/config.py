@@ -1,0 +1,216 @@
+"""Settings from files: `config.toml` in the data dir, then `.bosun.toml` in the workspace.
+
+Later sources win (defaults < user file < workspace file < command-line flags), with
+one exception: a workspace file can make approval and bash's sandbox stricter but never
+looser than the user's own setting. A repository someone cloned must not be able to
+switch on `approve = "auto"` and have its shell commands run unasked, or turn the
+sandbox off, open its network or show it a folder of the user's home.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import stat
+import sys
+import tomllib
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from agent.errors import UsageError
+from agent.mcp.servers import Origin, ServerSpec, merge, parse_servers, read_mcp_json
+from agent.session import bosun_home
+from agent.tools.permissions import APPROVE_MODES
+from agent.tools.sandbox import SANDBOX_MODES
+from agent.untrusted import TooDeep, check_depth
+from drivers.bundled import BUNDLED, DEFAULT_MODEL
+
+CONSTRAIN_MODES = ("auto", "always", "never")
+WORKSPACE_FILE = ".bosun.toml"
+# Least to most permissive: what a workspace file may only move down.
+_PERMISSIVENESS = {"read-only": 0, "ask": 1, "auto-edit": 2, "auto": 3}
+_SANDBOX_LOOSENESS = {"on": 0, "auto": 1, "off": 2}
+MAX_CONFIG_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Config:
+    model: str = DEFAULT_MODEL
+    approve: str = "ask"
+    constrain: str = "auto"
+    context_size: int | None = None  # None: the driver's default for the model
+    compact_at: float | None = None  # None: agent.loop.context's default (0.8 of the context)
+    sandbox: str = "auto"  # bash in bubblewrap: auto (where it works), on, off
+    allow_net: bool = False  # the sandbox's network
+    allow_git_writes: bool = False  # the workspace's .git/ writable in the sandbox
+    sandbox_read: tuple[str, ...] = ()  # hidden folders shown read-only (user file only)
+    # [mcp_servers.NAME] of both files and the workspace's .mcp.json (agent.mcp.servers)
+    mcp_servers: tuple[ServerSpec, ...] = ()
+
+
+def user_config_path() -> Path:
+    return bosun_home() / "config.toml"
+
+
+def read_config_file(path: Path) -> str:
+    """A config file's text: a regular file (a FIFO is not waited on) of at most
+    MAX_CONFIG_BYTES, so a file planted in a repository cannot hang or bloat a start."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UsageError(f"{path} is not a regular file")
+        if info.st_size > MAX_CONFIG_BYTES:
+            raise UsageError(f"{path} is {info.st_size} bytes; a config file has at most 64 kB")
+        data = os.read(fd, MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path} is not valid UTF-8: {exc.reason} at byte {exc.start}") from None
+
+
+def parse_config_file(path: Path, origin: Origin = "user") -> dict[str, Any]:
+    """The settings in one file, checked, with errors that name the file and the key."""
+    text = read_config_file(path)
+    try:
+        check_depth(text)  # tomllib recurses once per nested array or table
+        data = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, TooDeep) as exc:
+        raise UsageError(f"{path} is not valid TOML: {exc}") from None
+    known = {f.name for f in fields(Config)}
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        where = f"{path}: {key}"
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(sorted(known))}"
+            raise UsageError(f"{path}: unknown setting {key!r} ({hint})")
+        if key == "model" and not (isinstance(value, str) and value.strip()):
+            raise UsageError(f"{where} must be a model name or path")
+        if key == "approve" and value not in APPROVE_MODES:
+            raise UsageError(f"{where} must be one of {', '.join(APPROVE_MODES)}")
+        if key == "constrain" and value not in CONSTRAIN_MODES:
+            raise UsageError(f"{where} must be one of {', '.join(CONSTRAIN_MODES)}")
+        if key == "context_size" and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 256
+        ):
+            raise UsageError(f"{where} must be a whole number of tokens (at least 256)")
+        if key == "compact_at" and (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not 0.3 <= value <= 0.95
+        ):
+            raise UsageError(f"{where} must be a fraction of the context between 0.3 and 0.95")
+        if key == "sandbox" and value not in SANDBOX_MODES:
+            raise UsageError(f"{where} must be one of {', '.join(SANDBOX_MODES)}")
+        if key in ("allow_net", "allow_git_writes") and not isinstance(value, bool):
+            raise UsageError(f"{where} must be true or false")
+        if key == "sandbox_read":
+            if not isinstance(value, list) or not all(
+                isinstance(v, str) and os.path.isabs(os.path.expanduser(v)) for v in value
+            ):
+                raise UsageError(f"{where} must be a list of absolute folder paths")
+            value = tuple(value)
+        if key == "mcp_servers":
+            value = parse_servers(value, str(path), origin)
+        out[key] = value
+    return out
+
+
+def load_config(workspace: Path | None = None, *, user_file: Path | None = None) -> Config:
+    """Defaults, overridden by the user's config.toml, then by the workspace's file."""
+    config = Config()
+    user = user_file if user_file is not None else user_config_path()
+    if user.is_file():
+        config = replace(config, **parse_config_file(user))
+    local = workspace / WORKSPACE_FILE if workspace is not None else None
+    servers = config.mcp_servers
+    if local is not None and (local.exists() or local.is_symlink()):
+        settings = parse_config_file(local, "workspace")
+        servers = merge(servers, settings.pop("mcp_servers", ()), warn=_warn)
+        model = settings.get("model")
+        if model is not None and not _model_a_workspace_may_choose(model):
+            sys.stderr.write(
+                f"bosun: ignoring model = {model!r} in {local}: a workspace file may only"
+                " name a bundled model or a server on this machine (set it in"
+                f" {user} or pass --model)\n"
+            )
+            del settings["model"]
+        wanted = settings.get("approve")
+        if wanted is not None and _PERMISSIVENESS[wanted] > _PERMISSIVENESS[config.approve]:
+            sys.stderr.write(
+                f"bosun: ignoring approve = {wanted!r} in {local}: a workspace file may not"
+                f" loosen approval beyond {config.approve!r} (set it in {user} or pass"
+                " --approve)\n"
+            )
+            del settings["approve"]
+        for key in _looser_sandbox(settings, config):
+            sys.stderr.write(
+                f"bosun: ignoring {key} = {settings.pop(key)!r} in {local}: a workspace file"
+                f" may only make the sandbox stricter (set it in {user} or pass a flag)\n"
+            )
+        config = replace(config, **settings)
+    if workspace is not None:
+        servers = merge(servers, read_mcp_json(workspace, read_config_file), warn=_warn)
+    return replace(config, mcp_servers=servers)
+
+
+def _warn(line: str) -> None:
+    sys.stderr.write(f"bosun: {line}\n")
+
+
+def _looser_sandbox(settings: dict[str, Any], config: Config) -> list[str]:
+    """The sandbox settings of a workspace file that would loosen the user's."""
+    looser = []
+    wanted = settings.get("sandbox")
+    if wanted is not None and _SANDBOX_LOOSENESS[wanted] > _SANDBOX_LOOSENESS[config.sandbox]:
+        looser.append("sandbox")
+    looser += [k for k in ("allow_net", "allow_git_writes") if settings.get(k) is True]
+    if settings.get("sandbox_read"):
+        looser.append("sandbox_read")
+    return looser
+
+
+def _model_a_workspace_may_choose(model: str) -> bool:
+    """A cloned repository must not send your conversation to its own server, or load a
+    GGUF file it ships (a parser attack surface): bundled models and loopback servers."""
+    if model.strip().lower() in BUNDLED:
+        return True
+    if not model.startswith("openai:"):
+        return False
+    host = urlsplit(model.removeprefix("openai:").split("#", 1)[0]).hostname or ""
+    return host == "localhost" or host == "::1" or host.startswith("127.")
+
+
+def resolve(
+    workspace: Path | None,
+    *,
+    model: str | None = None,
+    approve: str | None = None,
+    constrain: str | None = None,
+    context_size: int | None = None,
+    sandbox: str | None = None,
+    allow_net: bool | None = None,
+    allow_git_writes: bool | None = None,
+) -> Config:
+    """The settings for a run: the files' values with every flag the user gave on top."""
+    config = load_config(workspace)
+    flags: dict[str, Any] = {
+        "model": model,
+        "approve": approve,
+        "constrain": constrain,
+        "context_size": context_size,
+        "sandbox": sandbox,
+        "allow_net": allow_net,
+        "allow_git_writes": allow_git_writes,
+    }
+    return replace(config, **{k: v for k, v in flags.items() if v is not None})

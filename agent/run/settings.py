@@ -1,0 +1,58 @@
+"""What a run was asked for, resolved once: one record for every face.
+
+Flags are read by `agent.cli`, config files by `agent.run.config`; what comes out of
+both is a `Settings`, and `bosun run`, each `--tasks` task and `bosun chat` take it as it
+is. A chat changes its settings mid-session only through `ChatSession.apply`, which
+compares the new record with the old one, so no face writes fields into the agent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from drivers.bundled import DEFAULT_MODEL
+
+if TYPE_CHECKING:
+    from agent.mcp.servers import ServerSpec
+    from agent.run.config import Config
+    from agent.tools.sandbox import SandboxPolicy
+
+
+@dataclass(frozen=True)
+class Settings:
+    model: str = DEFAULT_MODEL
+    workspace: Path = field(default_factory=Path.cwd)
+    approve: str = "ask"
+    constrain: str = "auto"
+    api: str | None = None  # chat | completions, for openai: models
+    context_size: int | None = None  # None: the model's own (a server's: no budget)
+    compact_at: float | None = None  # None: agent.loop.context's default
+    # bash in bubblewrap under this policy (None: as the user); the knobs below are what
+    # `/sandbox on` builds a policy from when there was none at the start
+    sandbox: SandboxPolicy | None = None
+    allow_net: bool = False
+    allow_git_writes: bool = False
+    sandbox_read: tuple[str, ...] = ()
+    mcp_servers: tuple[ServerSpec, ...] = ()  # from the config files (agent.run.config)
+    allow_workspace_mcp: bool = False  # start servers the workspace names, unapproved
+    # budgets of one request (a task's own line may lower or raise them)
+    max_turns: int = 30  # model calls
+    max_tokens: int = 1024  # per model call
+    trace: Path | None = None
+    ablate: frozenset[str] = frozenset()  # bench/eval only: "salvage", "retention"
+    output: str = "text"  # headless: text | jsonl
+    jobs: int = 1  # batch: tasks at once (the backend may allow fewer)
+    strict: bool = False  # batch: any bad line refuses the whole file
+
+    @classmethod
+    def from_config(cls, config: Config, **given: Any) -> Settings:
+        """The config files' values (agent.run.config) under the ones given here. The
+        config's `sandbox` is a mode; the caller resolves it into `sandbox=`, a policy."""
+        mine = {f.name for f in fields(cls)} - {"sandbox"}
+        taken = {f.name: getattr(config, f.name) for f in fields(config) if f.name in mine}
+        return cls(**{**taken, **given})
+
+    def but(self, **changes: Any) -> Settings:
+        return replace(self, **changes)

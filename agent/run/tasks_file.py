@@ -1,0 +1,158 @@
+"""The tasks file of `bosun run --tasks`: one JSON object per line, checked before any
+model is loaded, with every problem named by file and line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from agent import untrusted
+from agent.errors import UsageError
+from agent.run.assemble import check_workspace
+from agent.run.settings import Settings
+from agent.tools.permissions import APPROVE_MODES
+
+TASK_KEYS = ("id", "prompt", "workspace", "max_turns", "max_tokens", "approve")
+
+
+@dataclass(frozen=True)
+class Task:
+    """One line of a tasks file: its id, its prompt, and the batch's settings with what
+    the line sets itself (workspace, budgets, approve mode)."""
+
+    id: str
+    prompt: str
+    settings: Settings
+
+    @property
+    def workspace(self) -> Path:
+        return self.settings.workspace
+
+
+# --- the tasks file -----------------------------------------------------------------
+
+
+def _positive_int(value: Any, where: str, key: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UsageError(f"{where}: {key!r} must be a positive integer, not {value!r}")
+    return value
+
+
+def parse_task(data: Any, where: str, base: Path, opts: Settings) -> Task:
+    """One line of a tasks file -> Task, or a one-line UsageError saying what to fix.
+
+    Unknown keys are refused rather than ignored: a misspelt "max_turn" would otherwise
+    run the task with the default budget and nobody would notice.
+    """
+    if not isinstance(data, dict):
+        raise UsageError(f'{where}: expected a JSON object like {{"id": "t1", "prompt": "…"}}')
+    unknown = sorted(set(data) - set(TASK_KEYS))
+    if unknown:
+        raise UsageError(
+            f"{where}: unknown key(s) {', '.join(unknown)} (known: {', '.join(TASK_KEYS)})"
+        )
+    task_id = data.get("id")
+    if isinstance(task_id, int) and not isinstance(task_id, bool):
+        task_id = str(task_id)
+    if not isinstance(task_id, str) or not task_id.strip():
+        raise UsageError(f'{where}: every task needs an "id" (a non-empty string)')
+    prompt = data.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise UsageError(f'{where}: task {task_id!r} needs a "prompt" (a non-empty string)')
+    workspace = opts.workspace
+    if "workspace" in data:
+        raw = data["workspace"]
+        if not isinstance(raw, str) or not raw:
+            raise UsageError(f'{where}: "workspace" must be a folder path')
+        workspace = base / Path(raw).expanduser()  # an absolute path replaces base
+    try:
+        workspace = check_workspace(workspace)
+    except UsageError as exc:
+        raise UsageError(f"{where}: task {task_id!r}: {exc}") from None
+    approve = data.get("approve", opts.approve)
+    if approve not in APPROVE_MODES:
+        raise UsageError(
+            f'{where}: "approve" must be one of {", ".join(APPROVE_MODES)}, not {approve!r}'
+        )
+    own = opts.but(
+        workspace=workspace,
+        max_turns=_positive_int(data.get("max_turns", opts.max_turns), where, "max_turns"),
+        max_tokens=_positive_int(data.get("max_tokens", opts.max_tokens), where, "max_tokens"),
+        approve=approve,
+    )
+    return Task(task_id, prompt, own)
+
+
+@dataclass(frozen=True)
+class BadLine:
+    """A tasks-file line that cannot run; `message` names the file and line."""
+
+    lineno: int
+    message: str
+
+    @property
+    def label(self) -> str:
+        return f"line {self.lineno}"
+
+
+def read_tasks(
+    opts: Settings, path: Path, stdin: TextIO | None = None
+) -> tuple[list[Task], list[BadLine]]:
+    """The good tasks in the file and its bad lines. Relative workspaces are relative to
+    the tasks file's folder, so a tasks file and its workspaces can move together.
+
+    Raises UsageError only for a file that cannot be read or holds no lines at all.
+    """
+    if str(path) == "-":
+        raw, base, label = (stdin or sys.stdin).read(), Path.cwd(), "<stdin>"
+    else:
+        label, base = str(path), path.parent
+        try:
+            # Decoded line by line below: one bad byte spoils its own line only.
+            raw = path.read_bytes().decode("utf-8", errors="surrogateescape")
+        except FileNotFoundError:
+            raise UsageError(f"tasks file not found: {path}") from None
+        except IsADirectoryError:
+            raise UsageError(f"tasks file is a directory: {path}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read tasks file {path}: {exc}") from None
+    tasks: list[Task] = []
+    bad: list[BadLine] = []
+    first_line: dict[str, int] = {}
+    for lineno, line in enumerate(raw.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{label}:{lineno}"
+        try:
+            if any("\udc80" <= c <= "\udcff" for c in line):
+                raise UsageError(f"{where}: not UTF-8 text")
+            try:
+                data = untrusted.loads(line)
+            except untrusted.TooDeep as exc:
+                raise UsageError(f"{where}: the JSON is {exc}") from None
+            except json.JSONDecodeError as exc:
+                raise UsageError(f"{where}: not valid JSON ({exc.msg})") from None
+            task = parse_task(data, where, base, opts)
+            if task.id in first_line:
+                raise UsageError(
+                    f"{where}: duplicate task id {task.id!r} (first on line {first_line[task.id]})"
+                )
+        except UsageError as exc:
+            bad.append(BadLine(lineno, str(exc)))
+            continue
+        first_line[task.id] = lineno
+        tasks.append(task)
+    if not tasks and not bad:
+        raise UsageError(f"no tasks in {label}")
+    return tasks, bad
+
+
+def load_tasks(opts: Settings, path: Path, stdin: TextIO | None = None) -> list[Task]:
+    """Every task in the file, validated; the first bad line refuses the whole file."""
+    tasks, bad = read_tasks(opts, path, stdin)
+    if bad:
+        raise UsageError(bad[0].message)
+    return tasks

@@ -1,0 +1,94 @@
+"""One tool call, start to end: approve -> checkpoint -> execute.
+
+The registry knows the tools, `permissions` decides whether a call may run, the
+checkpoints keep what a write would change; this is the one place that strings them
+together, so the loop only counts what happened (the `Outcome`) and never decides it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agent.history import ToolCall, ToolResult
+from agent.tools.checkpoints import Checkpoints
+from agent.tools.permissions import DECLINED, Approver, policy_refused, refusal
+from agent.tools.registry import ToolContext, ToolRegistry
+
+if TYPE_CHECKING:
+    from agent.tools.sandbox import SandboxPolicy
+
+INTERRUPTED_CALL = "Error: the user interrupted before this call ran"
+STOPPED_CALL = "Error: the user interrupted this call while it ran; its effect may be partial"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one call: its result, and how it got there."""
+
+    result: ToolResult
+    ran: bool = False  # approved and executed
+    declined: bool = False  # the user said no: the request ends after this reply
+    refused: bool = False  # the approval mode (or nobody to ask) kept it from running
+    interrupted: bool = False  # Ctrl-C at the question or while the tool ran
+
+
+@dataclass
+class Gate:
+    """The approval state of a session: the mode, who to ask, and the tools the user
+    answered "always" for (forgotten whenever the mode or the sandbox changes)."""
+
+    approve: str = "auto"
+    approver: Approver | None = None  # None: nobody to ask (headless)
+    sandbox: SandboxPolicy | None = None  # bash in bubblewrap; None: as the user
+    always: set[str] | None = None
+
+    def __post_init__(self) -> None:
+        if self.always is None:
+            self.always = set()
+
+    def reset(self) -> None:
+        assert self.always is not None
+        self.always.clear()
+
+
+def run_call(
+    call: ToolCall,
+    tools: ToolRegistry,
+    workspace: Path,
+    gate: Gate,
+    checkpoints: Checkpoints | None = None,
+    running: Callable[[], AbstractContextManager[object]] = nullcontext,
+) -> Outcome:
+    """Ask (where the mode says to), keep what a write would change, then run the tool.
+    `running` wraps the execution (the loop makes Ctrl-C stop the tool at once there)."""
+    tool = tools.get(call.name)
+    refused: str | None = None
+    try:
+        if tool is not None:
+            assert gate.always is not None
+            sandboxed = gate.sandbox is not None
+            refused = refusal(
+                gate.approve, gate.approver, gate.always, call, tool, workspace, sandboxed
+            )
+    except KeyboardInterrupt:  # Ctrl-C at the question: no, and stop this request
+        return Outcome(ToolResult(call.id, INTERRUPTED_CALL, True), interrupted=True)
+    if refused is not None:
+        return Outcome(
+            ToolResult(call.id, refused, is_error=True),
+            declined=refused.startswith(DECLINED),
+            refused=policy_refused(refused),
+        )
+    path = call.arguments.get("path")
+    writes = tool is not None and tool.kind == "write" and isinstance(path, str)
+    if checkpoints is not None and writes:
+        checkpoints.before_write(str(path))
+    try:
+        with running():
+            result = tools.execute(call, ToolContext(workspace, gate.sandbox))
+    except KeyboardInterrupt:  # the shell tool has killed its command by now
+        return Outcome(ToolResult(call.id, STOPPED_CALL, True), ran=True, interrupted=True)
+    return Outcome(result, ran=True)
