@@ -186,12 +186,15 @@ def test_nothing_cites_a_file_outside_the_repository() -> None:
     assert outside_citations(REPO) == []
 
 
-def test_the_test_data_is_in_the_repository_and_accounted_for() -> None:
+def test_the_public_test_data_is_in_the_repository_and_accounted_for() -> None:
+    """The third-party files ship in full, each named (source, licence) in the README."""
     data = REPO / "tests" / "data"
     readme = (data / "README.md").read_text(encoding="utf-8")
-    shipped = [p for p in sorted(data.rglob("*")) if p.is_file() and p.name != "README.md"]
-    assert len(shipped) == 71  # 70 chat templates, one file of tool-call cases
-    for path in shipped:
+    templates = sorted((data / "chat-templates").iterdir())
+    cases = sorted((data / "tool-calls").iterdir())
+    assert len(templates) == 70 and all(p.suffix == ".jinja" for p in templates)
+    assert [p.name for p in cases] == ["llama.cpp-cases.jsonl"]
+    for path in templates + cases:
         assert path.name in readme, f"{path.name} is not in tests/data/README.md"
 
 

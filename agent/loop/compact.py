@@ -26,7 +26,7 @@ from agent.loop.context import (
     stub_for,
     task_index,
     transcript,
-    user_turns,
+    user_messages,
 )
 from agent.loop.turn import Query, call_model
 from agent.protocol.profile import ModelProfile
@@ -155,7 +155,7 @@ class Compactor:
         if excess > 0:
             stubs.update(self._stub(history, last, excess, force))
         cut, summary, elided = self._summarise(history, specs, starts, last, target, summarise)
-        points = user_turns(history, last)
+        points = user_messages(history, last)
         if points and self.size(history, specs) > self.limits.hard:
             # Last resort: the latest round itself leaves no room to answer (a long reply
             # in a small context). Cut at the user's latest words rather than send a

@@ -137,7 +137,7 @@ def round_starts(history: Sequence[Message]) -> list[int]:
     ]
 
 
-def user_turns(history: Sequence[Message], after: int) -> list[int]:
+def user_messages(history: Sequence[Message], after: int) -> list[int]:
     """The user's messages after `after`: places a view may cut as a last resort (a
     user message never stands between a call and its result)."""
     return [i for i in range(after + 1, len(history)) if isinstance(history[i], User)]

@@ -6,6 +6,7 @@ the stream parser fed everything at once), so streaming and non-streaming agree.
 
 from agent.parsing.base import Event, ParseResult, coalesce
 from agent.parsing.formats import FORMATS
+from agent.parsing.harmony import HarmonyStreamParser
 from agent.parsing.select import parse_tool_calls, parser_for
 from agent.parsing.stream import GenericStreamParser
 
@@ -13,18 +14,9 @@ __all__ = [
     "FORMATS",
     "Event",
     "GenericStreamParser",
+    "HarmonyStreamParser",
     "ParseResult",
     "coalesce",
     "parse_tool_calls",
     "parser_for",
 ]
-
-# harmony.py (gpt-oss) is written separately; it is exported as soon as it exists, and
-# an import error *inside* it still surfaces.
-try:
-    from agent.parsing.harmony import HarmonyStreamParser
-except ModuleNotFoundError as exc:
-    if exc.name != "agent.parsing.harmony":
-        raise
-else:
-    __all__ += ["HarmonyStreamParser"]

@@ -101,10 +101,12 @@ SIGNATURES: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
 
 
 def _pair(entry: str | tuple[str, str]) -> tuple[str, str]:
+    """An entry of `_REASONING_ORDER` as its pair: a format's name reads its record."""
     if isinstance(entry, tuple):
         return entry
     pair = REGISTRY[entry].reasoning
-    assert pair is not None, f"{entry} has no reasoning markers to order"
+    if pair is None:
+        raise ValueError(f"{entry} has no reasoning markers to order")
     return pair
 
 
@@ -131,9 +133,8 @@ def _check() -> None:
     own = {f.reasoning for f in REGISTRY.values() if f.reasoning is not None}
     if not own <= set(REASONING_PAIRS):
         raise ValueError(f"reasoning pairs not in _REASONING_ORDER: {own - set(REASONING_PAIRS)}")
-    if len(ALIASES) != sum(len(f.aliases) for f in REGISTRY.values()) or set(ALIASES) & set(
-        REGISTRY
-    ):
+    aliases = [alias for f in REGISTRY.values() for alias in f.aliases]
+    if len(set(aliases)) != len(aliases) or set(aliases) & set(REGISTRY):
         raise ValueError("an alias names two formats, or is a format's own name")
 
 

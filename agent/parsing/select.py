@@ -15,6 +15,7 @@ from typing import Any
 from agent.markup import TOOL_CALL_OPEN, partial_suffix
 from agent.parsing.base import Event, ParseResult, coalesce, result_from_events
 from agent.parsing.formats import canonical_format, format_record
+from agent.parsing.harmony import HarmonyStreamParser
 from agent.parsing.lead import ReasoningLead
 from agent.parsing.native import NativeStreamParser, Schemas
 from agent.parsing.native_formats import NATIVE
@@ -98,8 +99,6 @@ def parser_for(
     inner: Any
     openers: tuple[str, ...] = (TOOL_CALL_OPEN,)
     if fmt == "gpt_oss_harmony":
-        from agent.parsing.harmony import HarmonyStreamParser
-
         inner = HarmonyStreamParser(names)
     elif fmt in NATIVE:
         inner = NativeStreamParser(NATIVE[fmt], names, schemas=schemas, reasoning=reasoning)

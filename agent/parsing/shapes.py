@@ -19,9 +19,7 @@ from agent.parsing.formats import REGISTRY
 from agent.parsing.record import Shape
 
 # The shape of every format bosun can write, from its record (`agent.parsing.formats`).
-SHAPES: dict[str, Shape] = {
-    name: f.shape for name, f in REGISTRY.items() if f.shape is not None
-}
+SHAPES: dict[str, Shape] = {name: f.shape for name, f in REGISTRY.items() if f.shape is not None}
 
 _JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string"}
 

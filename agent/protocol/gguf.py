@@ -5,6 +5,13 @@ llama-cpp-python is absent or would take seconds to initialise. The metadata sec
 a flat little-endian list of typed key/values (GGUF v2/v3), so a short reader over a
 memory map suffices. Large arrays (the vocabulary, merges) are skipped, not decoded; only
 the two token strings the chat template needs (BOS, EOS) are fetched from the vocabulary.
+
+Why not llama.cpp's own `gguf` package (0.19.0, measured on the bundled SmolLM2, 98 MB,
+on this 2-core machine): its `GGUFReader` decodes every array element and every tensor
+record into numpy views up front, 8.0 s against this reader's 0.17 s; it needs numpy;
+and on a damaged file it fails wherever numpy does (a file cut at 1 MB raised numpy's
+"When changing to a larger dtype…" ValueError) rather than with one line naming the
+byte. Here every count is checked against the file's size before it is read.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from agent.errors import UsageError
 from agent.events import Status
 from agent.history import Message, ToolCall, ToolResult
 from agent.loop.runtime import INTERRUPTED_CALL
-from agent.mcp.hub import warn
+from agent.mcp.hub import Hub, warn
 from agent.mcp.session import Ask
 from agent.protocol.profile import ModelProfile
 from agent.run.assemble import Assembly, recording, seat_for, start_session
@@ -120,6 +120,10 @@ class ChatSession:
         return self.settings.workspace
 
     @property
+    def hub(self) -> Hub | None:
+        return self.assembly.hub
+
+    @property
     def profile(self) -> ModelProfile:
         return self.agent.profile
 
@@ -157,7 +161,7 @@ class ChatSession:
             try:
                 self.assembly.switch(settings.model)
             except BaseException:
-                self.settings = old.but(sandbox=settings.sandbox, approve=settings.approve)
+                self.settings = old
                 raise
             view = agent.compactor.view if agent.compactor is not None else None
             assembly = self.assembly

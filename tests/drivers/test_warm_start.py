@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from agent.history import Message, System, User
-from agent.loop.turn import Reply, Request, call_model
+from agent.loop.turn import Query, Reply, call_model
 from agent.protocol.profile import ModelProfile, profile_for
 from agent.run.system_prompt import system_prompt
 from agent.tools import default_registry
+from drivers.base import Request
 from drivers.prefix_cache import cache_dir, entries, read_state
 
 pytest.importorskip("llama_cpp")
@@ -38,7 +39,7 @@ def first_turn(profile: ModelProfile, workspace: Path, task: str = "Say hello.")
     driver = open_llama(MODEL)
     try:
         return call_model(
-            driver, profile, Request(history, default_registry().specs(), [].append, 16)
+            driver, profile, Query(history, default_registry().specs(), [].append, 16)
         )
     finally:
         driver.close()

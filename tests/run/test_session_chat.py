@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 
 from agent import events as ev
+from agent.errors import UsageError
 from agent.history import Assistant, AssistantToolUse, System, ToolCall, ToolResult, User
-from agent.tools.orchestrator import INTERRUPTED_CALL, STOPPED_CALL
 from agent.loop.turn import cut_partial_marker
 from agent.run.chat import ChatSession
 from agent.run.config import Config
 from agent.run.settings import Settings
 from agent.session import load_messages
+from agent.tools.orchestrator import INTERRUPTED_CALL, STOPPED_CALL
 from agent.ui.commands import init_prompt
 from tests.helpers import tool_call
 
@@ -129,6 +130,31 @@ def test_switch_model_keeps_history(workspace: Path, script_file) -> None:
         "from the second",
     ]
     assert "from the first" in chat.driver.prompts[0]  # the new model saw it all
+    chat.close()
+
+
+def test_a_model_that_fails_to_open_leaves_the_session_as_it_was(
+    workspace: Path, script_file
+) -> None:
+    """`/model` goes through `apply`: the new model is opened before the old one is
+    closed, so a bad one changes nothing, settings included."""
+    chat = chat_with(script_file("first", "second"), workspace, [])
+    chat.send("hi")
+    before, seat = chat.settings, chat.agent.seat
+    with pytest.raises(UsageError, match="not found"):
+        chat.apply(chat.settings.but(model="scripted:/nonexistent/script.jsonl"))
+    assert chat.settings == before and chat.agent.seat is seat
+    assert chat.send("again").status == "done"
+    chat.close()
+
+
+def test_apply_changes_only_what_differs(workspace: Path, script_file) -> None:
+    chat = chat_with(script_file("x"), workspace, [])
+    seat = chat.agent.seat
+    chat.apply(chat.settings.but(approve="read-only"))
+    assert chat.agent.approve == "read-only" and chat.agent.seat is seat  # no reload
+    chat.apply(chat.settings.but(sandbox=None))
+    assert chat.agent.sandbox is None and chat.agent.seat is seat
     chat.close()
 
 
