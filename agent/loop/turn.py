@@ -153,7 +153,7 @@ def call_model(driver: Driver, profile: ModelProfile, req: Query) -> Reply:
         # Not a format error to retry: the reply so far stands, as an answer.
         req.emit(ev.Diagnostic("stopped the reply early: it kept repeating itself"))
     if t.stopped_by and t.stopped_by in profile.stop:
-        # Some formats close a call with the stop token itself (harmony's <|call|>);
+        # Some formats close a call with the stop token itself (harmony's);
         # the parser reads it or drops it, whichever its format wants.
         t.take(t.parser.feed(t.stopped_by), closed=True)
     t.take(t.parser.finish(), closed=False)
