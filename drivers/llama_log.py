@@ -17,6 +17,7 @@ from typing import Any
 _LOCK = threading.Lock()
 _RECENT: collections.deque[tuple[int, str]] = collections.deque(maxlen=64)
 _state: dict[str, Any] = {"path": None, "file": None, "callback": None}
+_WARN = 2  # GGML_LOG_LEVEL_WARN
 _ERROR = 3  # GGML_LOG_LEVEL_ERROR
 _CONT = 5  # GGML_LOG_LEVEL_CONT: more of the previous line
 
@@ -65,6 +66,12 @@ def _record(level: int, text: str) -> None:
             with contextlib.suppress(OSError):
                 out.write(text)
                 out.flush()
+
+
+def note(text: str) -> None:
+    """A line of bosun's own in llama.cpp's log (a warning about something llama.cpp was
+    about to be given, such as a saved state bosun refused to load)."""
+    _record(_WARN, text if text.endswith("\n") else text + "\n")
 
 
 def last_error() -> str:

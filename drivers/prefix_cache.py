@@ -11,14 +11,18 @@ crash can leave half of one. So the format is bosun's own, never pickle (unpickl
 planted file runs its code), and every field is checked before llama.cpp sees a byte:
 
     "BOSUNKV\\0" | version u32 | header length u32 | header (JSON) | tokens (u32 each) | state
+      | HMAC-SHA256 of everything before it, keyed by the user's secret
 
 The header holds the key (model file, context settings, llama-cpp-python version), the
 number of tokens, the state's length and the sha256 of tokens and state. A file whose
-magic, version, key, lengths or checksums are off is deleted, never loaded, and the next
-save writes it again. A write goes to a hidden `.part` file that is fsynced, then renamed
-over the name readers look for, so a crashed write is never read (old `.part` files are
-swept). The folder is capped (2 GiB unless $BOSUN_PREFIX_CACHE_MAX says otherwise): the
-least recently used states go first.
+magic, version, key, lengths, checksums or HMAC are off is deleted, never loaded, and
+the next save writes it again. Checksums catch damage; only the HMAC tells the user's
+own states from planted ones (anyone can recompute a checksum), and a folder or file
+others can write or own is not used at all (drivers/cache_trust.py): a cold start and
+one line in llama.cpp's log. A write goes to a hidden `.part` file that is fsynced, then
+renamed over the name readers look for, so a crashed write is never read (old `.part`
+files are swept, drivers/prefix_folder.py). The folder is capped (2 GiB unless
+$BOSUN_PREFIX_CACHE_MAX says otherwise): the least recently used states go first.
 """
 
 from __future__ import annotations
@@ -37,18 +41,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from drivers import cache_trust
 from drivers.base import UsageError
 from drivers.bundled import cache_root
+from drivers.cache_trust import MAC_BYTES, Distrusted
+from drivers.prefix_folder import _NAME, _PART, _drop, _files, _fsync_folder, evict
+from drivers.prefix_folder import STALE_PART_S as STALE_PART_S  # re-exported: the folder's rules
 
 MAGIC = b"BOSUNKV\0"
-VERSION = 1
+VERSION = 2  # 2: signed (an HMAC after the state)
 _FIXED = struct.Struct("<8sII")  # magic, version, header length
 MAX_HEADER = 64 * 1024
 MAX_TOKENS = 1 << 24
 DEFAULT_MAX_BYTES = 2 * 1024**3
-STALE_PART_S = 3600.0  # a `.part` file this old belongs to a write that died
-_NAME = re.compile(r"^[0-9a-f]{16}-[0-9a-f]{16}\.kv$")
-_PART = re.compile(r"^\.[0-9a-f]{16}-[0-9a-f]{16}\.kv\..*\.part$")
 _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 
 
@@ -170,7 +175,7 @@ def _parse_header(f: Any, size: int) -> Header:
     ):
         raise ValueError("header fields")
     offset = _FIXED.size + length + 4 * n
-    if size != offset + state_bytes:
+    if size != offset + state_bytes + MAC_BYTES:
         raise ValueError("size does not match the header")
     raw = _read_exact(f, 4 * n)
     if _digest(raw) != token_sha:
@@ -186,24 +191,32 @@ def read_header(path: Path) -> Header:
         return _parse_header(f, os.fstat(f.fileno()).st_size)
 
 
-def read_state(path: Path, key: Mapping[str, Any]) -> tuple[list[int], bytearray]:
-    """Tokens and state of one file, every check passed (OSError, ValueError if not)."""
+def read_state(
+    path: Path, key: Mapping[str, Any], secret: bytes | None = None
+) -> tuple[list[int], bytearray]:
+    """Tokens and state of one file, every check passed: OSError, ValueError if not,
+    Distrusted for a file others can write or own or one not signed with `secret` (the
+    user's, from bosun's data folder, when None)."""
+    secret = secret if secret is not None else cache_trust.load_secret()
     fd = _open_regular(path)
     with os.fdopen(fd, "rb") as f:
+        cache_trust.check_fd(f.fileno(), path)
         header = _parse_header(f, os.fstat(f.fileno()).st_size)
         if header.key != dict(key):
             raise ValueError("saved for another model or other settings")
+        f.seek(0)
+        mac = cache_trust.signer(secret)
+        mac.update(_read_exact(f, header.offset))
         state = bytearray(header.state_bytes)
         if f.readinto(state) != header.state_bytes:
             raise ValueError("truncated")
+        mac.update(state)
+        signed = _read_exact(f, MAC_BYTES)
     if _digest(state) != header.state_sha256:
         raise ValueError("state checksum")
+    if not cache_trust.same(signed, mac.digest()):
+        raise Distrusted(f"saved state {path.name} in {path.parent} is not signed with your key")
     return header.tokens, state
-
-
-def _drop(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        path.unlink()
 
 
 class PrefixCache:
@@ -220,12 +233,28 @@ class PrefixCache:
         label: str = "",
         folder: Path | None = None,
         limit: int | None = None,
+        secret: bytes | None = None,
     ) -> None:
         self.key = dict(key)
         self.key_id = key_id(self.key)
         self.label = label
         self.folder = folder if folder is not None else cache_dir()
         self.limit = max_bytes() if limit is None else limit
+        self._secret = secret  # None: the user's, read (or made) on first use
+
+    def _trusted(self) -> bytes | None:
+        """The user's secret when the folder and the key file can be trusted; None (and
+        one line in llama.cpp's log) when not, and then nothing is read or written."""
+        try:
+            cache_trust.check_folder(self.folder)
+            if self._secret is None:
+                self._secret = cache_trust.load_secret()
+        except Distrusted as exc:
+            cache_trust.refuse(str(exc))
+            return None
+        except OSError:  # no folder yet (nothing saved), or one that cannot be looked at
+            return None
+        return self._secret
 
     @property
     def enabled(self) -> bool:
@@ -238,6 +267,9 @@ class PrefixCache:
         """The longest saved state whose tokens begin `tokens`. A file that fails any
         check is deleted and the next longest is tried; nothing matching is None."""
         if not self.enabled:
+            return None
+        secret = self._trusted()
+        if secret is None:
             return None
         try:
             paths = [p for p in self.folder.glob(f"{self.key_id}-*.kv") if _NAME.match(p.name)]
@@ -259,8 +291,12 @@ class PrefixCache:
                 candidates.append((n, path))
         for _, path in sorted(candidates, reverse=True):
             try:
-                saved, state = read_state(path, self.key)
+                saved, state = read_state(path, self.key, secret)
             except FileNotFoundError:
+                continue
+            except Distrusted as exc:  # planted, or another user's: never ours to load
+                cache_trust.refuse(str(exc))
+                _drop(path)
                 continue
             except (OSError, ValueError, UnicodeDecodeError, RecursionError):
                 _drop(path)
@@ -291,15 +327,20 @@ class PrefixCache:
         if total > self.limit or len(header) > MAX_HEADER:
             return None
         target = self.path_for(tokens)
+        with contextlib.suppress(OSError):
+            self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        secret = self._trusted()
+        if secret is None:
+            return None
+        mac = cache_trust.signer(secret)
         tmp: str | None = None
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=self.folder)
             with os.fdopen(fd, "wb") as out:
-                out.write(_FIXED.pack(MAGIC, VERSION, len(header)))
-                out.write(header)
-                out.write(raw)
-                out.write(state)
+                for part in (_FIXED.pack(MAGIC, VERSION, len(header)), header, raw, state):
+                    out.write(part)
+                    mac.update(part)
+                out.write(mac.digest())
                 out.flush()
                 os.fsync(out.fileno())
             os.replace(tmp, target)  # readers see the old file, or the whole new one
@@ -312,61 +353,6 @@ class PrefixCache:
                 _drop(Path(tmp))
         evict(self.folder, self.limit, keep=target)
         return target
-
-
-def _fsync_folder(folder: Path) -> None:
-    """Make the rename itself durable (where the platform lets a folder be fsynced)."""
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def _files(folder: Path) -> list[tuple[Path, os.stat_result]]:
-    """bosun's state files in `folder` (by exact name), regular files only."""
-    found = []
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return []
-    for name in names:
-        if not (_NAME.match(name) or _PART.match(name)):
-            continue
-        path = folder / name
-        try:
-            info = path.lstat()
-        except OSError:
-            continue
-        if stat.S_ISREG(info.st_mode):
-            found.append((path, info))
-    return found
-
-
-def evict(folder: Path, limit: int, keep: Path | None = None) -> int:
-    """Delete least recently used states until the folder's states fit in `limit`, and
-    `.part` files of writes that died; returns how many files went."""
-    now = time.time()
-    states = []
-    gone = 0
-    for path, info in _files(folder):
-        if _PART.match(path.name):
-            if now - info.st_mtime > STALE_PART_S:
-                _drop(path)
-                gone += 1
-        else:
-            states.append((info.st_mtime, info.st_size, path))
-    total = sum(size for _, size, _ in states)
-    for _, size, path in sorted(states):
-        if total <= limit:
-            break
-        if path == keep:
-            continue
-        _drop(path)
-        total -= size
-        gone += 1
-    return gone
 
 
 def entries(folder: Path | None = None) -> list[Entry]:

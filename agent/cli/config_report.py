@@ -37,7 +37,7 @@ def report(workspace: Path) -> dict[str, Any]:
     by_file = [("workspace", _settings(local, "workspace")), ("user", _settings(user, "user"))]
     settings = []
     for f in fields(Config):
-        if f.name == "mcp_servers":
+        if f.name in ("mcp_servers", "workspace_model"):  # not settings a file sets
             continue
         value = getattr(config, f.name)
         source = next(

@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -209,12 +208,9 @@ def run(
 
     if prompt is None:
         fail("give a PROMPT ('-' reads it from stdin) or --tasks FILE", EXIT_USAGE)
-    if prompt == "-":
-        prompt = sys.stdin.read()
-    else:
-        from agent.cli.piped import piped_text, with_piped
+    from agent.cli.piped import piped_text, prompt_from_stdin, with_piped
 
-        prompt = with_piped(prompt, piped_text())
+    prompt = prompt_from_stdin() if prompt == "-" else with_piped(prompt, piped_text())
     if not prompt.strip():
         fail("the prompt is empty", EXIT_USAGE)
     raise typer.Exit(run_once(settings, prompt))

@@ -13,10 +13,29 @@ import os
 import select
 import stat
 import sys
-from typing import BinaryIO
+from typing import BinaryIO, TextIO
+
+from agent.errors import UsageError
 
 MAX_PIPED = 256 * 1024  # bytes kept, like read_file's limit
 FIRST_BYTE_WAIT = 3.0  # seconds
+MAX_PROMPT = 1024 * 1024  # `bosun run -`: a whole prompt, refused beyond this
+
+
+def prompt_from_stdin(stream: BinaryIO | TextIO | None = None) -> str:
+    """`bosun run -`: the prompt is all of stdin, read to its end but never past
+    MAX_PROMPT bytes (`yes | bosun run -` must not eat the memory), and decoded so
+    that a stray non-UTF-8 byte is a replacement character, not a crash."""
+    given = stream if stream is not None else sys.stdin
+    raw = getattr(given, "buffer", given)
+    data = raw.read(MAX_PROMPT + 1)
+    if len(data) > MAX_PROMPT:
+        raise UsageError(
+            f"the prompt on stdin is over {MAX_PROMPT // 2**20} MB; give a shorter one"
+            " (or pipe the text into `bosun run PROMPT`, which keeps its first"
+            f" {MAX_PIPED // 1024} kB)"
+        )
+    return data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
 
 
 def piped_text(stream: BinaryIO | None = None, wait: float = FIRST_BYTE_WAIT) -> str | None:

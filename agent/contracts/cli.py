@@ -133,7 +133,9 @@ WIDE_TABLE = 160  # columns the full table needs
 
 def _print_table(result: Any) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
     console = Console(width=None if sys.stdout.isatty() else 200, highlight=False)
     # A terminal narrower than the full table gets the columns that say whether the
@@ -159,13 +161,15 @@ def _print_table(result: Any) -> None:
             "killed?": killed,
             "s": f"{row.mutant_seconds:.1f}" if row.mutant else "",
         }
-        table.add_row(*(cells[c] for c in columns), style=None if row.ok else "red")
+        # test ids and patches hold brackets ("[/proc/...]"): shown as text, never markup
+        table.add_row(*(Text(cells[c]) for c in columns), style=None if row.ok else "red")
     console.print(table)
     for row in result.rows:
         if row.ok:
             continue
         outcome = row.mutant if row.green.status == "passed" and row.mutant else row.green
-        console.print(f"\n[bold red]{row.falsifier.id}[/] ({row.falsifier.test}): {outcome.status}")
+        where = escape(f"{row.falsifier.id}")
+        console.print(f"\n[bold red]{where}[/] ({escape(row.falsifier.test)}): {outcome.status}")
         console.print(outcome.detail, markup=False)
     if result.problems:
         console.print("\n[bold red]problems[/]")

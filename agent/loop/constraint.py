@@ -9,10 +9,12 @@ already have (so after such a repeat the next reply must be an answer).
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Mapping, Sequence
 
 from agent.errors import UsageError
 from agent.history import AssistantToolUse, Message, ToolCall, User
+from agent.protocol.grammar import GRAMMAR_BUDGET, GrammarTooLarge
 from agent.protocol.profile import ModelProfile
 from agent.tools import ToolRegistry
 from drivers.base import Driver
@@ -49,11 +51,24 @@ def repeats_unchanged_call(history: Sequence[Message], kinds: Mapping[str, str])
     return False
 
 
+def _warn(line: str) -> None:
+    sys.stderr.write(f"bosun: warning: {line}\n")
+
+
 def constraint_for(
-    mode: str, driver: Driver, tools: ToolRegistry, profile: ModelProfile
+    mode: str,
+    driver: Driver,
+    tools: ToolRegistry,
+    profile: ModelProfile,
+    report: Callable[[str], None] = _warn,
 ) -> Constraint | None:
     """--constrain: `always`, or `auto` for models under ~3B parameters; None = free.
-    The grammars are the profile's, in the model's own call format."""
+    The grammars are the profile's, in the model's own call format.
+
+    Tool schemas may come from MCP servers, so the grammar is built within a budget:
+    a tool whose schema would take too much of it gets free arguments, and tools that
+    would pass the whole budget mean decoding without a grammar, even with `always`.
+    Either is said once, through `report`, here where the seat is made, not per turn."""
     if mode == "never" or not tools.names:
         return None
     if not driver.info.grammar:
@@ -63,7 +78,18 @@ def constraint_for(
     n_params = driver.info.n_params
     if mode == "auto" and (n_params is None or n_params >= SMALL_MODEL_PARAMS):
         return None
-    grammars = profile.grammars(tools.specs())
+    loose: list[str] = []
+    try:
+        grammars = profile.grammars(tools.specs(), loose)
+    except GrammarTooLarge:
+        report(
+            f"the tool-call grammar for these {len(tools.names)} tools would pass"
+            f" {GRAMMAR_BUDGET} characters; the model decodes without one"
+        )
+        return None
+    if loose:
+        named = ", ".join(loose[:5]) + (f" and {len(loose) - 5} more" if len(loose) > 5 else "")
+        report(f"the grammar leaves the arguments of {named} free: their schemas are too large")
     if grammars is None:
         if mode == "always":
             raise UsageError(

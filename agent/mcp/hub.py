@@ -6,7 +6,9 @@ by the same task). The agent's thread submits calls and waits on them. Servers s
 parallel, each within its start-up timeout; one that fails is reported and its tools are
 absent. A server that dies mid-call gives that call an error result and is restarted
 once. `close` ends every server process (the SDK closes stdin, then signals the
-process group); `atexit` calls it too, so no path out of bosun leaves a server behind.
+process group), then whatever left that group (a daemon that called `setsid`), found by
+a marker in the environment every server's process passes on; `atexit` calls it too,
+so no path out of bosun leaves a server behind.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import atexit
 import concurrent.futures
 import contextlib
 import logging
+import secrets
 import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -27,13 +30,17 @@ from agent.mcp.servers import ServerSpec
 from agent.mcp.tools import (
     description,
     input_schema,
+    listing_problem,
+    output_schema_problem,
     result_text,
     schema_problem,
     tool_name,
 )
 from agent.tools.registry import Tool, ToolContext, ToolError
+from agent.tools.shell import kill_marked
 
 MAX_PAGES = 20  # of a tools/list answer
+MARKER = "BOSUN_MCP_HUB"  # name of the marker every server process inherits
 STOP_GRACE = 8.0  # seconds close() waits for the SDK's own escalation (stdin, TERM, KILL)
 
 
@@ -42,7 +49,8 @@ class ServerState:
     """What `bosun mcp list` and `/mcp` show of one server."""
 
     spec: ServerSpec
-    status: str = "starting"  # running | failed | stopped | disabled | not approved
+    # running | failed | stopped | disabled | not approved | refused (too many tools)
+    status: str = "starting"
     error: str = ""
     tools: dict[str, str] = field(default_factory=dict)  # bosun name -> the server's name
     skipped: list[str] = field(default_factory=list)  # "tool: why it was left out"
@@ -85,6 +93,7 @@ class Hub:
         self._starting: tuple[concurrent.futures.Future[None], list[_Conn], set[str]] | None = None
         self._lock = threading.Lock()
         self._restarting = threading.Lock()
+        self._marker = secrets.token_hex(8)  # in every server's environment (close)
         atexit.register(self.close)
 
     # ---- the synchronous face -------------------------------------------------
@@ -185,6 +194,7 @@ class Hub:
         atexit.unregister(self.close)
         with contextlib.suppress(TimeoutError, concurrent.futures.TimeoutError, RuntimeError):
             self._run(self._stop_all(), timeout=STOP_GRACE)
+        kill_marked(MARKER, self._marker)  # daemons that left their server's group
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=2)
         for conn in self._conns.values():
@@ -267,7 +277,10 @@ class Hub:
         else:
             cwd = self.workspace / spec.cwd if spec.cwd else self.workspace
             target = StdioServerParameters(
-                command=spec.command or "", args=list(spec.args), env=dict(spec.env), cwd=cwd
+                command=spec.command or "",
+                args=list(spec.args),
+                env={**dict(spec.env), MARKER: self._marker},
+                cwd=cwd,
             )
         try:
             errlog = self._log(conn)
@@ -369,7 +382,19 @@ class Hub:
             if conn.state.restarts >= 1 or self._closed:
                 return False
             conn.state.restarts += 1
+            differ = self._files_changed(conn.state.spec)
+            if differ:  # the model may have rewritten it meanwhile: not run unasked
+                conn.state.error = f"its files changed since it started ({differ})"
+                return False
             return self._start_again(conn)
+
+    def _files_changed(self, spec: ServerSpec) -> str:
+        """A workspace server's files that differ from when it started (`trust`)."""
+        if spec.pinned is None:
+            return ""
+        from agent.mcp.trust import changed, server_files
+
+        return ", ".join(changed(dict(spec.pinned), server_files(spec, self.workspace))[:3])
 
     def _start_again(self, conn: _Conn) -> bool:
 
@@ -381,11 +406,20 @@ class Hub:
         return conn.state.status == "running"
 
     def _name_tools(self, conn: _Conn, taken: set[str]) -> None:
+        """Take in a running server's listing: each tool whose schemas cannot be used is
+        left out; a listing too large for a session (every tool would reach every
+        prompt) is refused whole, the server kept running but unused."""
         if conn.state.status != "running":
             return
         spec = conn.state.spec
+        refused = listing_problem(conn.listing, spec.name)
+        if refused is not None:
+            conn.state.status, conn.state.error = "refused", refused
+            return
         for listed in conn.listing:
-            problem = schema_problem(listed.input_schema)
+            problem = schema_problem(listed.input_schema) or output_schema_problem(
+                getattr(listed, "output_schema", None)
+            )
             if problem is not None:
                 conn.state.skipped.append(f"{listed.name}: {problem}")
                 continue

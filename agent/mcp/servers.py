@@ -6,7 +6,8 @@ workspace's `.mcp.json` (`{"mcpServers": {NAME: {...}}}`, Claude Code's shape). 
 named by the workspace (its `.bosun.toml` or `.mcp.json`) is repository content: a
 cloned repository must not get to run a program just by being opened, so such a server
 starts only once the user approved it (in chat; the approval is remembered for that exact
-command line) or with `--allow-workspace-mcp`, and it can never mark itself trusted.
+command line and the content of the workspace files it runs from: `trust`) or with
+`--allow-workspace-mcp`, and it can never mark itself trusted.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from agent.errors import UsageError
+from agent.mcp.trust import changed, server_files
 from agent.untrusted import TooDeep, check_depth, json_line, loads
 
 Origin = Literal["user", "workspace"]
@@ -56,6 +58,8 @@ class ServerSpec:
     trusted: bool = False  # its tools run without asking
     origin: Origin = "user"
     source: str = field(default="", compare=False)  # the file that named it
+    # a workspace server's files as it was started (`trust`): a restart needs the same
+    pinned: tuple[tuple[str, str], ...] | None = field(default=None, compare=False)
 
     def fingerprint(self) -> str:
         """What an approval is for: a changed command line needs a new one."""
@@ -184,29 +188,55 @@ def merge(*groups: tuple[ServerSpec, ...], warn: Any) -> tuple[ServerSpec, ...]:
     return tuple(out.values())
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a workspace server may start unasked, and if not, why (one clause)."""
+
+    approved: bool
+    why: str = ""
+
+
 class Approvals:
-    """Workspace servers the user allowed to start, per workspace and command line
-    (a JSON file in bosun's data folder)."""
+    """Workspace servers the user allowed to start (a JSON file in bosun's data
+    folder): per workspace and server, the command line's fingerprint and the state of
+    the workspace files it runs from (`trust`), so a rewritten script is asked for
+    again. An approval from before files were recorded approves nothing."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def _load(self) -> dict[str, dict[str, str]]:
+    def _load(self) -> dict[str, Any]:
         try:
             data = loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}
         return data if isinstance(data, dict) else {}
 
-    def allowed(self, workspace: Path, spec: ServerSpec) -> bool:
+    def verdict(self, workspace: Path, spec: ServerSpec) -> Verdict:
         entry = self._load().get(str(workspace))
-        return isinstance(entry, dict) and entry.get(spec.name) == spec.fingerprint()
+        held = entry.get(spec.name) if isinstance(entry, dict) else None
+        if not isinstance(held, dict) or held.get("command") != spec.fingerprint():
+            return Verdict(False)
+        pinned = held.get("files")
+        if not isinstance(pinned, dict):
+            return Verdict(False)
+        differ = changed(pinned, server_files(spec, workspace))
+        if differ:
+            shown = ", ".join(differ[:3]) + (", …" if len(differ) > 3 else "")
+            return Verdict(False, f"its files changed since you approved it ({shown})")
+        return Verdict(True)
+
+    def allowed(self, workspace: Path, spec: ServerSpec) -> bool:
+        return self.verdict(workspace, spec).approved
 
     def allow(self, workspace: Path, spec: ServerSpec) -> None:
         data = self._load()
         entry = data.get(str(workspace))
         entry = entry if isinstance(entry, dict) else {}
-        entry[spec.name] = spec.fingerprint()
+        entry[spec.name] = {
+            "command": spec.fingerprint(),
+            "files": server_files(spec, workspace),
+        }
         data[str(workspace)] = entry
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")

@@ -6,13 +6,20 @@ arguments match that tool's JSON schema, or an answer that does not start with "
 The converter covers the schema subset bosun's tools are built from (objects with
 required/optional properties, strings, integers, numbers, booleans, enums, arrays);
 anything else falls back to generic JSON for that value, never to an invalid grammar.
+
+A tool's schema may come from an MCP server, so building is bounded: each property's
+rule is built once (nested optional objects used to be rebuilt once per order they could
+come in: exponential in their depth), one tool's arguments may take TOOL_BUDGET
+characters of rules, past which that tool's arguments are left free (any JSON object,
+its name still constrained), and a whole grammar GRAMMAR_BUDGET, past which building
+stops with GrammarTooLarge and the caller decodes without a grammar.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from agent.markup import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
@@ -31,6 +38,13 @@ _PRIMITIVES = {
 }
 
 _ANSWER = "[^<\\x00] [^\\x00]*"  # prose: anything that does not open a tag
+# Characters of rules: bosun's own tools take about 5,000 in the widest format.
+GRAMMAR_BUDGET = 256_000
+TOOL_BUDGET = 32_000
+
+
+class GrammarTooLarge(ValueError):
+    """The tools' grammar would pass GRAMMAR_BUDGET: decode without one."""
 
 
 def _literal(text: str) -> str:
@@ -45,14 +59,41 @@ def _rule_name(text: str) -> str:
 class _Builder:
     def __init__(self) -> None:
         self.rules: dict[str, str] = {}
+        self.size = 0  # characters of rules so far
+        self.limit = GRAMMAR_BUDGET
 
     def add(self, name: str, body: str) -> str:
         base, n = name, 1
         while name in self.rules and self.rules[name] != body:
             n += 1
             name = f"{base}-{n}"
+        if name not in self.rules:
+            self.reserve(len(name) + len(body) + 5)
         self.rules[name] = body
         return name
+
+    def reserve(self, size: int) -> None:
+        """Count `size` more characters against the limit (before building them)."""
+        self.size += size
+        if self.size > self.limit:
+            raise GrammarTooLarge(f"the grammar would pass {self.limit} characters")
+
+    def within(self, limit: int, build: Callable[[], str]) -> str | None:
+        """`build()` with at most `limit` more characters of rules; None, and nothing
+        added, when it needs more (the whole grammar's own limit still raises)."""
+        kept, size, outer = len(self.rules), self.size, self.limit
+        self.limit = min(outer, size + limit)
+        try:
+            return build()
+        except GrammarTooLarge:
+            if self.size - size <= limit:  # the whole grammar is full, not this tool
+                raise
+            for name in list(self.rules)[kept:]:
+                del self.rules[name]
+            self.size = size
+            return None
+        finally:
+            self.limit = outer
 
     def value(self, schema: Any, name: str) -> str:
         """The rule (name or inline expression) for a value matching `schema`."""
@@ -77,15 +118,23 @@ class _Builder:
         props: dict[str, Any] = schema["properties"]
         required = [k for k in props if k in set(schema.get("required", []))]
         optional = [k for k in props if k not in required]
+        # Each property's rule once, built in the order the rules were always first
+        # written in (so the grammars are the same text as before this was bounded).
+        kvs: dict[str, str] = {}
+        for key in optional + required:
+            rule = self.value(props[key], f"{name}-{_rule_name(key)}")
+            kvs[key] = f'{_literal(json.dumps(key))} ":" ws {rule}'
 
         def kv(key: str) -> str:
-            rule = self.value(props[key], f"{name}-{_rule_name(key)}")
-            return f'{_literal(json.dumps(key))} ":" ws {rule}'
+            return kvs[key]
 
         tail = " ".join(f'("," ws {kv(k)})?' for k in optional)
         if required:
             body = ' "," ws '.join(kv(k) for k in required) + (f" {tail}" if tail else "")
         elif optional:
+            # One alternative per first property, each listing the ones after it:
+            # quadratic in their number, so counted before it is built.
+            self.reserve(sum((i + 1) * (len(kv(k)) + 12) for i, k in enumerate(optional)))
             alts = []
             for i, key in enumerate(optional):
                 rest = " ".join(f'("," ws {kv(k)})?' for k in optional[i + 1 :])
@@ -109,12 +158,16 @@ def tool_call_grammar(
     open_tag: str = TOOL_CALL_OPEN,
     close_tag: str = TOOL_CALL_CLOSE,
     parallel: bool = False,
+    loose: list[str] | None = None,
 ) -> str:
     """Either a plain answer (first character not "<") or one canonical tool call;
     only the call when `require_call`.
 
     The call is rendered exactly as the system prompt shows it, so the model's trained
     habits and the grammar agree:  <tool_call>\\n{"name": "X", "arguments": {…}}\\n</tool_call>
+
+    A tool whose arguments would pass TOOL_BUDGET takes any JSON object, and its name
+    is appended to `loose`; GrammarTooLarge when the whole would pass GRAMMAR_BUDGET.
     """
     b = _Builder()
     alts = []
@@ -122,7 +175,11 @@ def tool_call_grammar(
         fn = spec.get("function", spec)
         name = fn["name"]
         params = fn.get("parameters") or {"type": "object", "properties": {}}
-        args_rule = b.value(params, f"args-{_rule_name(name)}")
+        rule = f"args-{_rule_name(name)}"
+        args = b.within(TOOL_BUDGET, lambda p=params, r=rule: b.value(p, r))  # type: ignore[misc]
+        if args is None and loose is not None and name not in loose:
+            loose.append(name)
+        args_rule = args or "object"
         if args_rule not in b.rules:
             args_rule = "object"  # arguments must be an object whatever the schema says
         head = _literal(f'{{"name": {json.dumps(name)}, "arguments": ')

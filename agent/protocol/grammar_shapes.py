@@ -8,6 +8,8 @@ layouts models really produce (`{"a":1}` and `{"a": 1}`, tags on one line or on 
 all pass; a value written as text may hold anything but the start of its closing tag;
 arguments written as key/value pairs may come in any order. Hermes keeps
 `agent.protocol.grammar`'s own grammar, on which the small bundled models were measured.
+Building is bounded as there: a tool whose arguments would pass TOOL_BUDGET takes any
+arguments in its format (any key, any value), the whole raises GrammarTooLarge.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 from agent.parsing.formats import FORMAT_STOPS
 from agent.parsing.record import Shape
 from agent.parsing.shapes import SHAPES
-from agent.protocol.grammar import _PRIMITIVES, _Builder, _rule_name
+from agent.protocol.grammar import _PRIMITIVES, TOOL_BUDGET, _Builder, _rule_name
 
 _ANY = "[^\\x00]*"
 _RULES = {
@@ -38,6 +40,9 @@ _RULES = {
     "harmony-channel": '"commentary" | "analysis"',
 }
 _ID = "[a-zA-Z0-9]{9}"
+# Any argument name, where a tool's arguments are left free: nothing that could end the
+# name in any format's markup (a tag, a quote, `=`, `:`, `,`, whitespace).
+_ANY_KEY = '[^<>"=:, \\t\\n]{1,128}'
 
 
 def _quote(text: str) -> str:
@@ -87,16 +92,20 @@ class _ShapeGrammar:
     def __init__(self, fmt: str, shape: Shape) -> None:
         self.fmt, self.shape = fmt, shape
         self.b = _Builder()
+        self.loose: list[str] = []  # tools whose arguments are left free
+        self._text_body = ""
 
     def _text(self) -> str:
         """Text that does not contain the value's closing tag: any character but the
         tag's first, or the tag's first characters followed by one that breaks it."""
-        close = re.split(r"\{key\}", self.shape.key_close.strip())[0] or self.shape.key_close
-        alts = [
-            " ".join([*(_quote(c) for c in close[:k]), f"[^{_class(c)}]"])
-            for k, c in enumerate(close)
-        ]
-        return self.b.add("text-value", f"( {' | '.join(alts)} )*")
+        if not self._text_body:  # the same for every value: worked out once
+            close = re.split(r"\{key\}", self.shape.key_close.strip())[0] or self.shape.key_close
+            alts = [
+                " ".join([*(_quote(c) for c in close[:k]), f"[^{_class(c)}]"])
+                for k, c in enumerate(close)
+            ]
+            self._text_body = f"( {' | '.join(alts)} )*"
+        return self.b.add("text-value", self._text_body)
 
     def _value(self, schema: Any, name: str) -> str:
         kind, style = _kind(schema), self.shape.args
@@ -122,17 +131,29 @@ class _ShapeGrammar:
             args = self.b.value(params, f"{rule}-args")
             return args if args in self.b.rules else "object"
         props = params.get("properties") if isinstance(params, dict) else None
+        return self._pairs(props.items() if isinstance(props, dict) else (), rule)
+
+    def _free(self, rule: str) -> str:
+        """Any arguments: any JSON object, or any number of pairs with any names."""
+        if self.shape.args == "json":
+            return "object"
+        return self._pairs([(None, {})], rule)
+
+    def _pairs(self, props: Any, rule: str) -> str:
+        shape = self.shape
         pairs = []
-        for key, schema in props.items() if isinstance(props, dict) else ():
+        for key, schema in props:
             kind = _kind(schema)
+            name = _ANY_KEY if key is None else _quote(key)
+            string = '( "true" | "false" )' if key is None else None
             opener = _fill(
                 shape.key_open,
-                key=_quote(key),
+                key=name,
                 type="[a-z]+",
-                string=_quote("true" if kind in (None, "string") else "false"),
+                string=string or _quote("true" if kind in (None, "string") else "false"),
             )
-            value = self._value(schema, f"{rule}-{_rule_name(key)}")
-            pairs.append(f"{opener} {value} {_fill(shape.key_close, key=_quote(key))}".strip())
+            value = self._value(schema, f"{rule}-{_rule_name(key or 'any')}")
+            pairs.append(f"{opener} {value} {_fill(shape.key_close, key=name)}".strip())
         if not pairs:
             return ""
         pair = self.b.add(f"{rule}-pair", " | ".join(f"( {p} )" for p in pairs))
@@ -154,7 +175,11 @@ class _ShapeGrammar:
         else:
             heads = [_fill(h, **values) for h in (shape.head, *shape.alt_heads)]
             head = heads[0] if len(heads) == 1 else "( " + " | ".join(heads) + " )"
-        args = self._arguments(fn.get("parameters") or {}, rule)
+        params = fn.get("parameters") or {}
+        args = self.b.within(TOOL_BUDGET, lambda: self._arguments(params, rule))
+        if args is None:
+            self.loose.append(name)
+            args = self._free(rule)
         parts = [head, args, _fill(tail, **values)]
         return self.b.add(rule, " ".join(p for p in parts if p))
 
@@ -183,16 +208,26 @@ class _ShapeGrammar:
 
 
 def shape_grammars(
-    fmt: str, tools: Sequence[dict[str, Any]], *, parallel: bool = False
+    fmt: str,
+    tools: Sequence[dict[str, Any]],
+    *,
+    parallel: bool = False,
+    loose: list[str] | None = None,
 ) -> tuple[str, str, str] | None:
     """(first call, a call or an answer, an answer only) in `fmt`; None without a shape
     or without tools. One call per reply unless `parallel`: admitting several makes a
-    small model chain calls until its token limit (see agent.protocol.grammar)."""
+    small model chain calls until its token limit (see agent.protocol.grammar). Tools
+    whose arguments are left free are appended to `loose` (once each); GrammarTooLarge
+    when the grammar would pass GRAMMAR_BUDGET."""
     shape = SHAPES.get(fmt)
     if shape is None or not tools:
         return None
 
     def build(root: str) -> str:
-        return _ShapeGrammar(fmt, shape).build(tools, root, parallel)
+        grammar = _ShapeGrammar(fmt, shape)
+        text = grammar.build(tools, root, parallel)
+        if loose is not None:
+            loose.extend(name for name in grammar.loose if name not in loose)
+        return text
 
     return build("ws block"), build("ws ( block | answer )"), build("ws answer")

@@ -186,20 +186,26 @@ class ModelProfile:
             schemas=tool_schemas(specs),
         )
 
-    def grammars(self, tools: Sequence[dict[str, Any]]) -> tuple[str, str, str] | None:
+    def grammars(
+        self, tools: Sequence[dict[str, Any]], loose: list[str] | None = None
+    ) -> tuple[str, str, str] | None:
         """(first call, later call, answer only) GBNF grammars for --constrain, in this
-        model's own call format; None where bosun has no shape for the format."""
+        model's own call format; None where bosun has no shape for the format. Tools
+        whose arguments were left free (too large a grammar) are added to `loose`;
+        GrammarTooLarge when the whole would be (agent.protocol.grammar)."""
         from agent.protocol.grammar import answer_grammar, tool_call_grammar
         from agent.protocol.grammar_shapes import shape_grammars
 
         if self.tool_format != "hermes":
-            return shape_grammars(self.tool_format, tools)
+            return shape_grammars(self.tool_format, tools, loose=loose)
         open_, close = (
             ("[[CALL]]", "[[/CALL]]") if self.wire_remap else ("<tool_call>", "</tool_call>")
         )
         return (
-            tool_call_grammar(tools, require_call=True, open_tag=open_, close_tag=close),
-            tool_call_grammar(tools, open_tag=open_, close_tag=close),
+            tool_call_grammar(
+                tools, require_call=True, open_tag=open_, close_tag=close, loose=loose
+            ),
+            tool_call_grammar(tools, open_tag=open_, close_tag=close, loose=loose),
             answer_grammar(),
         )
 

@@ -90,6 +90,9 @@ def render(
 # every message's text between two private-use code points shows exactly where each
 # landed. Only text that could hold a special token ("<…>", "[…]") is marked, and when
 # the marks change what the template prints (it inspected the text), no spans are given.
+# Tool specs are data too (an MCP server writes their descriptions, property names and
+# enum values): their strings are marked as well; a template that reworks them (sorts
+# keys, trims a description) is rendered again with the messages' text marked alone.
 
 _DATA_OPEN, _DATA_CLOSE = "\U000f0000", "\U000f0001"
 _MARKS = re.compile(f"[{_DATA_OPEN}{_DATA_CLOSE}]")
@@ -117,6 +120,27 @@ def _marked(messages: Sequence[Message]) -> list[Message] | None:
     return out if changed else None
 
 
+def _marked_tools(tools: Sequence[dict[str, Any]]) -> list[Any] | None:
+    """The specs with every string (keys too) that could hold a special token marked;
+    None when none could. Recursive: an MCP schema is refused past 32 levels."""
+    changed = False
+
+    def mark(value: Any) -> Any:
+        nonlocal changed
+        if isinstance(value, str):
+            marked = _mark(value)
+            changed = changed or marked is not value
+            return marked
+        if isinstance(value, dict):
+            return {mark(k): mark(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [mark(v) for v in value]
+        return value
+
+    out = [mark(spec) for spec in tools]
+    return out if changed else None
+
+
 def data_spans(
     messages: Sequence[Message],
     tools: Sequence[dict[str, Any]],
@@ -128,26 +152,43 @@ def data_spans(
     profile: ModelProfile | None = None,
 ) -> list[tuple[int, int]]:
     """[start, end) ranges of `prompt` (the canonical render, wire-remapped when `wire`,
-    or exactly `profile.render(...)` when a profile is given) that hold message text
-    rather than template markup; [] when there is nothing to protect or the template's
-    output depends on the text in a way the marks would disturb."""
-    marked = _marked(messages)
-    if marked is None:
-        return []
-    if profile is None:
-        text = render(marked, tools, model=model, template=template)
-        if wire:
-            text = canonical_to_wire(text)
-    else:
-        text = profile.render(marked, tools)
+    or exactly `profile.render(...)` when a profile is given) that hold message text or
+    the text of tool specs rather than template markup; [] when there is nothing to
+    protect or the template's output depends on the text in a way the marks would
+    disturb (the messages alone are tried when the marked specs disturb it)."""
+    marked, marked_tools = _marked(messages), _marked_tools(tools)
+
+    def located(msgs: Sequence[Message], specs: Sequence[dict[str, Any]]) -> list[tuple[int, int]]:
+        if profile is None:
+            text = render(msgs, specs, model=model, template=template)
+            return _spans(canonical_to_wire(text) if wire else text, prompt)
+        return _spans(profile.render(msgs, specs), prompt)
+
+    if marked_tools is not None:
+        try:
+            spans = located(marked if marked is not None else messages, marked_tools)
+        except TemplateRenderError:  # the template inspected a spec's text
+            spans = []
+        if spans or marked is None:
+            return spans
+    return located(marked, tools) if marked is not None else []
+
+
+def _spans(text: str, prompt: str) -> list[tuple[int, int]]:
+    """Where the marked stretches of `text` lie once the marks are gone; [] unless
+    `text` without its marks is exactly `prompt` and every mark is closed in turn."""
     spans: list[tuple[int, int]] = []
     plain: list[str] = []
     size = start = pos = 0
+    opened = False
     for mark in _MARKS.finditer(text):
         at = mark.start()
         plain.append(text[pos:at])
         size += at - pos
-        if mark.group() == _DATA_OPEN:
+        if opened == (mark.group() == _DATA_OPEN):  # a template that cut a mark off
+            return []
+        opened = not opened
+        if opened:
             start = size
         else:
             spans.append((start, size))

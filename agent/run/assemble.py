@@ -76,13 +76,23 @@ def profile_of(model: str) -> ModelProfile:
 
 
 def open_model(
-    spec: str, *, api: str | None = None, context_size: int | None = None
+    spec: str,
+    *,
+    api: str | None = None,
+    context_size: int | None = None,
+    keyless: bool = False,
 ) -> tuple[Driver, ModelProfile]:
     """The driver for `spec` and the profile of the model behind it. The profile comes
-    first: a bad model file or capabilities.toml fails before seconds of loading."""
+    first: a bad model file or capabilities.toml fails before seconds of loading.
+    `keyless`: a server the user did not choose (a workspace file did) gets a
+    placeholder key, never BOSUN_API_KEY / OPENAI_API_KEY."""
     profile = profile_of(spec)
     local = not spec.lower().startswith("openai:")  # a server sets its own context
     options: dict[str, Any] = {"n_ctx": context_size} if context_size and local else {}
+    if keyless and not local:
+        from drivers.openai_http import DUMMY_KEY
+
+        options["key"] = DUMMY_KEY
     if local:
         llama_log.send_to(bosun_home() / "logs" / "llama.log")  # not into the terminal
     return open_driver(spec, api=api, **options), profile
@@ -157,7 +167,10 @@ class Assembly:
             if driver is None:
                 with loading(settings.model):
                     driver, profile = open_model(
-                        settings.model, api=settings.api, context_size=settings.context_size
+                        settings.model,
+                        api=settings.api,
+                        context_size=settings.context_size,
+                        keyless=settings.model == settings.workspace_model,
                     )
             else:
                 profile = profile_of(settings.model)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from agent import events as ev
+from agent.errors import HarnessError
 from agent.events import Status
 from agent.loop.cancel import Cancel
 from agent.loop.constraint import constraint_for
@@ -37,7 +38,7 @@ from agent.run.settings import Settings
 from agent.run.tasks_file import BadLine, Task, load_tasks, read_tasks
 from agent.session import SessionLog, new_session_id
 from agent.tools import default_registry
-from agent.untrusted import json_line
+from agent.untrusted import json_line, visible
 from drivers.base import Driver, Usage
 
 __all__ = ["DriverPool", "load_tasks", "run_tasks"]
@@ -108,6 +109,9 @@ class _Shared:
     output: LockedOutput
     trace: Trace | None
     cancelled: Cancel
+    # one line on stderr for a session file that could not be written (a full disk):
+    # said once for the batch, not once a task
+    warn: Callable[[str], None] = lambda _line: None
 
 
 def run_task(task: Task, shared: _Shared) -> ev.RunFinished:
@@ -143,15 +147,37 @@ def run_task(task: Task, shared: _Shared) -> ev.RunFinished:
         start_session(agent, log.id)
         return agent.run(task.prompt)
     except Exception as exc:  # a harness bug in one task must not take the batch down
-        error = f"internal error: {type(exc).__name__}: {exc}"
+        # the sessions folder unwritable is the harness's (a UsageError), not a bug
+        known = isinstance(exc, HarnessError)
+        error = str(exc) if known else f"internal error: {type(exc).__name__}: {exc}"
         result = ev.RunFinished.of(Status.ERROR, agent.state if agent else None, error=error)
         emit(result)
         return result
     finally:
         if log is not None:
             log.close()
+            if log.failed:
+                shared.warn(log.failed)
         if driver is not None:
             shared.pool.release(driver)
+
+
+def _once(err: TextIO) -> Callable[[str], None]:
+    """`bosun: error: LINE` on stderr, each distinct line once (a full disk fails every
+    task the same way: one line says it)."""
+    said: set[str] = set()
+    lock = threading.Lock()
+
+    def warn(line: str) -> None:
+        key = line.split(": ")[-1]  # the reason, whichever task's file it was
+        with lock:
+            if key in said:
+                return
+            said.add(key)
+            err.write(f"bosun: error: {visible(line)}\n")
+            err.flush()
+
+    return warn
 
 
 def _locked(write: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
@@ -278,7 +304,7 @@ def run_tasks(
         pool = DriverPool(assembly.driver, settings.jobs)
         # a bad --constrain fails here, once, rather than in every task
         constraint_for(settings.constrain, pool.driver, default_registry(), assembly.profile)
-        shared = _Shared(assembly, pool, LockedOutput(out), trace, Cancel())
+        shared = _Shared(assembly, pool, LockedOutput(out), trace, Cancel(), _once(err))
         return _run_all(tasks, bad, shared, err, out)
 
 

@@ -183,15 +183,16 @@ class ChatSession:
         self.agent.checkpoints = Checkpoints(self.workspace)
         start_session(self.agent, self.log.id)
 
-    def resume(self, path: Path) -> StoredSession:
+    def resume(self, path: Path, *, keep_workspace: bool = False) -> StoredSession:
         """Continue a stored session in its own file, with its history as it was saved.
-        Calls that never got a result are answered first."""
+        Calls that never got a result are answered first. The session's own workspace
+        applies unless `keep_workspace` (the user named one: `--workspace` wins)."""
         try:
             stored = load_session(path)
         except ValueError as exc:
             raise UsageError(f"session {path.stem} is damaged: {exc}") from None
         self._close_log()
-        if stored.workspace and Path(stored.workspace).is_dir():
+        if not keep_workspace and stored.workspace and Path(stored.workspace).is_dir():
             self.apply(self.settings.but(workspace=Path(stored.workspace)))
         self.log = SessionLog(stored.id, path.parent)
         self.stats = Stats()

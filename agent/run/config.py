@@ -10,7 +10,9 @@ sandbox off, open its network or show it a folder of the user's home.
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import os
+import re
 import stat
 import sys
 import tomllib
@@ -29,7 +31,7 @@ from drivers.bundled import BUNDLED, DEFAULT_MODEL
 
 CONSTRAIN_MODES = ("auto", "always", "never")
 WORKSPACE_FILE = ".bosun.toml"
-# Least to most permissive: what a workspace file may only move down.
+# Least to most permissive: what a workspace file (or a tasks-file line) may only move down.
 _PERMISSIVENESS = {"read-only": 0, "ask": 1, "auto-edit": 2, "auto": 3}
 _SANDBOX_LOOSENESS = {"on": 0, "auto": 1, "off": 2}
 MAX_CONFIG_BYTES = 64 * 1024
@@ -48,6 +50,12 @@ class Config:
     sandbox_read: tuple[str, ...] = ()  # hidden folders shown read-only (user file only)
     # [mcp_servers.NAME] of both files and the workspace's .mcp.json (agent.mcp.servers)
     mcp_servers: tuple[ServerSpec, ...] = ()
+    # Not a setting (no file may set it): the model the workspace's file chose, if it
+    # did; a server it names never gets the user's API key.
+    workspace_model: str | None = None
+
+
+_NOT_SETTINGS = frozenset({"workspace_model"})
 
 
 def user_config_path() -> Path:
@@ -86,7 +94,7 @@ def parse_config_file(path: Path, origin: Origin = "user") -> dict[str, Any]:
         data = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, TooDeep) as exc:
         raise UsageError(f"{path} is not valid TOML: {exc}") from None
-    known = {f.name for f in fields(Config)}
+    known = {f.name for f in fields(Config)} - _NOT_SETTINGS
     out: dict[str, Any] = {}
     for key, value in data.items():
         where = f"{path}: {key}"
@@ -145,8 +153,10 @@ def load_config(workspace: Path | None = None, *, user_file: Path | None = None)
                 f" {user} or pass --model)\n"
             )
             del settings["model"]
+        elif model is not None:
+            settings["workspace_model"] = model
         wanted = settings.get("approve")
-        if wanted is not None and _PERMISSIVENESS[wanted] > _PERMISSIVENESS[config.approve]:
+        if wanted is not None and looser_approval(wanted, config.approve):
             sys.stderr.write(
                 f"bosun: ignoring approve = {wanted!r} in {local}: a workspace file may not"
                 f" loosen approval beyond {config.approve!r} (set it in {user} or pass"
@@ -162,6 +172,12 @@ def load_config(workspace: Path | None = None, *, user_file: Path | None = None)
     if workspace is not None:
         servers = merge(servers, read_mcp_json(workspace, read_config_file), warn=_warn)
     return replace(config, mcp_servers=servers)
+
+
+def looser_approval(wanted: str, ceiling: str) -> bool:
+    """Whether approve mode `wanted` lets more run unasked than `ceiling`: what a file
+    the user did not write (a workspace's, a tasks file's line) may not ask for."""
+    return _PERMISSIVENESS[wanted] > _PERMISSIVENESS[ceiling]
 
 
 def _warn(line: str) -> None:
@@ -187,8 +203,33 @@ def _model_a_workspace_may_choose(model: str) -> bool:
         return True
     if not model.startswith("openai:"):
         return False
-    host = urlsplit(model.removeprefix("openai:").split("#", 1)[0]).hostname or ""
-    return host == "localhost" or host == "::1" or host.startswith("127.")
+    return is_loopback_url(model.removeprefix("openai:").split("#", 1)[0])
+
+
+# What a URL's authority may hold to be read the same by every parser on the way (ours,
+# the openai client's httpx): no userinfo, no escapes, no backslash.
+_PLAIN_AUTHORITY = re.compile(r"[A-Za-z0-9.:\[\]-]+")
+
+
+def is_loopback_url(url: str) -> bool:
+    """Whether `url` names this machine by an address, not by a name that merely starts
+    like one (`127.attacker.example`): an IP literal in 127.0.0.0/8, ::1, or exactly
+    `localhost`. Nothing is resolved: a name is trusted only if it is `localhost`."""
+    try:
+        parts = urlsplit(url.strip())
+        host = parts.hostname or ""
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        return False
+    if parts.scheme not in ("http", "https") or not _PLAIN_AUTHORITY.fullmatch(parts.netloc):
+        return False
+    if host == "localhost":  # hostname is lower-cased
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:  # a name: 127.attacker.example, 0x7f000001, localhost.
+        return False
+    return address.is_loopback and not getattr(address, "ipv4_mapped", None)
 
 
 def resolve(
@@ -213,4 +254,7 @@ def resolve(
         "allow_net": allow_net,
         "allow_git_writes": allow_git_writes,
     }
-    return replace(config, **{k: v for k, v in flags.items() if v is not None})
+    config = replace(config, **{k: v for k, v in flags.items() if v is not None})
+    if model is not None:  # the user's own choice, even where it names the same server
+        config = replace(config, workspace_model=None)
+    return config

@@ -65,4 +65,8 @@ def run_once(settings: Settings, prompt: str) -> int:
                     result = agent.run(prompt)
         finally:
             log.close()
+    if settings.output == "jsonl" and result.status == Status.ERROR and result.error:
+        # The result line says it for scripts; a person (a full disk, a server gone)
+        # sees it on stderr too, as every failure of the command line is shown.
+        sys.stderr.write(f"bosun: error: {visible(result.error)}\n")
     return result.exit_code

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Settings:
     model: str = DEFAULT_MODEL
+    # the model a workspace's .bosun.toml chose (agent.run.config): a server it names
+    # is opened without the user's API key; None when the user chose the model
+    workspace_model: str | None = None
     workspace: Path = field(default_factory=Path.cwd)
     approve: str = "ask"
     constrain: str = "auto"

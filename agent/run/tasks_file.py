@@ -12,16 +12,20 @@ from typing import Any, TextIO
 from agent import untrusted
 from agent.errors import UsageError
 from agent.run.assemble import check_workspace
+from agent.run.config import looser_approval
 from agent.run.settings import Settings
 from agent.tools.permissions import APPROVE_MODES
 
 TASK_KEYS = ("id", "prompt", "workspace", "max_turns", "max_tokens", "approve")
+# A tasks file is read whole before anything runs; `--tasks /dev/zero` or an endless
+# pipe must end in a usage error, not in memory running out.
+MAX_TASKS_BYTES = 32 * 1024 * 1024
 
 
 @dataclass(frozen=True)
 class Task:
     """One line of a tasks file: its id, its prompt, and the batch's settings with what
-    the line sets itself (workspace, budgets, approve mode)."""
+    the line sets itself (workspace, budgets, an approve mode no looser than the flag's)."""
 
     id: str
     prompt: str
@@ -45,7 +49,9 @@ def parse_task(data: Any, where: str, base: Path, opts: Settings) -> Task:
     """One line of a tasks file -> Task, or a one-line UsageError saying what to fix.
 
     Unknown keys are refused rather than ignored: a misspelt "max_turn" would otherwise
-    run the task with the default budget and nobody would notice.
+    run the task with the default budget and nobody would notice. `approve` may only be
+    stricter than the batch's (`--approve`): a tasks file written elsewhere must not
+    switch on what the user's command line did not.
     """
     if not isinstance(data, dict):
         raise UsageError(f'{where}: expected a JSON object like {{"id": "t1", "prompt": "…"}}')
@@ -77,6 +83,12 @@ def parse_task(data: Any, where: str, base: Path, opts: Settings) -> Task:
         raise UsageError(
             f'{where}: "approve" must be one of {", ".join(APPROVE_MODES)}, not {approve!r}'
         )
+    if looser_approval(approve, opts.approve):
+        raise UsageError(
+            f'{where}: task {task_id!r}: "approve": {approve!r} is looser than'
+            f" --approve {opts.approve} (a line may only make approval stricter;"
+            " pass a looser --approve to allow it)"
+        )
     own = opts.but(
         workspace=workspace,
         max_turns=_positive_int(data.get("max_turns", opts.max_turns), where, "max_turns"),
@@ -104,21 +116,30 @@ def read_tasks(
     """The good tasks in the file and its bad lines. Relative workspaces are relative to
     the tasks file's folder, so a tasks file and its workspaces can move together.
 
-    Raises UsageError only for a file that cannot be read or holds no lines at all.
+    Raises UsageError only for a file that cannot be read, is over MAX_TASKS_BYTES or
+    holds no lines at all.
     """
     if str(path) == "-":
-        raw, base, label = (stdin or sys.stdin).read(), Path.cwd(), "<stdin>"
+        raw, base, label = (stdin or sys.stdin).read(MAX_TASKS_BYTES + 1), Path.cwd(), "<stdin>"
+        size = len(raw)
     else:
         label, base = str(path), path.parent
         try:
             # Decoded line by line below: one bad byte spoils its own line only.
-            raw = path.read_bytes().decode("utf-8", errors="surrogateescape")
+            with path.open("rb") as fh:  # a FIFO is fine: `--tasks <(make_tasks)`
+                data = fh.read(MAX_TASKS_BYTES + 1)
+            size = len(data)  # in bytes: decoded, multi-byte text would look shorter
+            raw = data.decode("utf-8", errors="surrogateescape")
         except FileNotFoundError:
             raise UsageError(f"tasks file not found: {path}") from None
         except IsADirectoryError:
             raise UsageError(f"tasks file is a directory: {path}") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"cannot read tasks file {path}: {exc}") from None
+    if size > MAX_TASKS_BYTES:
+        raise UsageError(
+            f"{label} is over {MAX_TASKS_BYTES // 2**20} MB; split it into smaller files"
+        )
     tasks: list[Task] = []
     bad: list[BadLine] = []
     first_line: dict[str, int] = {}

@@ -84,10 +84,11 @@ def run_call(
         )
     path = call.arguments.get("path")
     writes = tool is not None and tool.kind == "write" and isinstance(path, str)
+    recording: AbstractContextManager[object] = nullcontext()
     if checkpoints is not None and writes:
-        checkpoints.before_write(str(path))
+        recording = checkpoints.recording(str(path))  # before, and what the write left
     try:
-        with running():
+        with recording, running():
             result = tools.execute(call, ToolContext(workspace, gate.sandbox))
     except KeyboardInterrupt:  # the shell tool has killed its command by now
         return Outcome(ToolResult(call.id, STOPPED_CALL, True), ran=True, interrupted=True)

@@ -2,7 +2,8 @@
 
 A tool's name is its function name, its description the docstring's first paragraph.
 Arguments are validated against the schema before the call, so a model's mistake comes
-back to it as a precise error ToolResult instead of a Python TypeError.
+back to it as a precise error ToolResult instead of a Python TypeError (in bounded time,
+whatever an MCP server's schema holds: `agent.tools.validation`).
 """
 
 from __future__ import annotations
@@ -15,10 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import jsonschema
-
 from agent.errors import ToolError
 from agent.history import ToolCall, ToolResult
+from agent.tools.validation import argument_problem
 
 if TYPE_CHECKING:
     from agent.tools.sandbox import SandboxPolicy
@@ -166,14 +166,8 @@ class ToolRegistry:
         t = self._tools.get(call.name)
         if t is None:
             return f"unknown tool {call.name!r}; available tools: {', '.join(self._tools)}"
-        try:
-            jsonschema.validate(call.arguments, t.parameters)
-        except jsonschema.ValidationError as exc:
-            where = "/".join(str(p) for p in exc.absolute_path)
-            return f"invalid arguments for {call.name}: {exc.message}" + (
-                f" (at {where})" if where else ""
-            )
-        return None
+        problem = argument_problem(call.arguments, t.parameters)
+        return None if problem is None else f"invalid arguments for {call.name}: {problem}"
 
     def preview(self, call: ToolCall, ctx: ToolContext) -> str | None:
         """What `call` would change, for an approval prompt; None when there is nothing

@@ -1,12 +1,22 @@
 """bash's sandbox: every command runs inside bubblewrap (`bwrap`).
 
 Inside, the whole system is mounted read-only and only the workspace is writable, with
-its `.git` read-only again (hooks and `core.fsmonitor` in `.git/config` run commands at
-the user's next git command). `/tmp`, `/run` (where daemons keep their sockets) and the
-home folder are private tmpfs mounts of a fixed size, `/proc` and `/dev` are fresh, the
-environment is an allowlist (no keys or tokens), there is no network unless asked for,
-and the command lives in its own user, PID, IPC and UTS namespaces with no capabilities:
-when the call ends, the PID namespace ends, and with it everything the command started.
+every `.git` in it read-only again, at any depth (hooks and `core.fsmonitor` run commands
+at the user's next git command; `sandbox_git`). `/tmp`, `/run` (where daemons keep their
+sockets) and the home folder are private tmpfs mounts of a fixed size, `/proc` and
+`/dev` are fresh and read-only, the environment is an allowlist (no keys or tokens),
+there is no network unless asked for, and the command lives in its own user, PID, IPC
+and UTS namespaces with no capabilities: when the call ends, the PID namespace ends, and
+with it everything the command started.
+
+Run by root, the sandbox's uid 0 is the host's: a user namespace made by root maps
+root, and bwrap's `--uid` only renames it, while the kernel lets the host's uid 0 write
+a sysctl (`kernel.core_pattern` runs a program as root at the next crash) whatever its
+capabilities. So `/proc` is read-only as a whole (sysctls, sysrq-trigger, and the
+per-namespace files of the host's network with --allow-net), `/sys` is read-only with
+the rest of the system, `/dev` holds only the usual devices, and no capability is kept
+that could remount any of it. Mapping to an unprivileged uid would need idmapped
+mounts for the workspace to stay writable, which bwrap does not make.
 
 Processes, CPU time and file size are limited. RLIMIT_NPROC does not bind uid 0 (the
 kernel exempts root however its capabilities are set, in a user namespace too), so for
@@ -30,6 +40,7 @@ from pathlib import Path
 from typing import Literal
 
 from agent.errors import UsageError
+from agent.tools.sandbox_git import GitEntries, find_git_entries, git_binds
 
 SANDBOX_MODES = ("auto", "on", "off")
 MAX_PROCESSES = 512  # tasks (threads count too), the sandbox's own two included
@@ -104,6 +115,7 @@ def _system_mounts(policy: SandboxPolicy) -> list[tuple[Path, list[str]]]:
         (Path("/dev/shm"), ["--size", str(shm), "--tmpfs", "/dev/shm"]),
         (Path("/dev"), ["--remount-ro", "/dev"]),  # only /dev/shm takes files
         (Path("/proc"), ["--proc", "/proc"]),
+        (Path("/proc"), ["--remount-ro", "/proc"]),  # sysctls write host kernel state
         (Path("/tmp"), ["--size", str(policy.tmpfs_bytes), "--tmpfs", "/tmp"]),
     ]
     if os.path.isdir("/run") and not os.path.islink("/run"):
@@ -134,13 +146,18 @@ def _limits(policy: SandboxPolicy) -> str:
 
 
 def bwrap_argv(
-    policy: SandboxPolicy, workspace: Path, command: str, env: Mapping[str, str]
+    policy: SandboxPolicy,
+    workspace: Path,
+    command: str,
+    env: Mapping[str, str],
+    git: GitEntries | None = None,
 ) -> list[str]:
-    """The bwrap command line that runs `command` with `env` confined to `workspace`.
+    """The bwrap command line that runs `command` with `env` confined to `workspace`;
+    `git`: the workspace's `.git` entries, where the caller found them already.
 
     Mount order matters: bwrap applies them in turn, so the workspace is bound after the
     tmpfs that hides the folder it lives in (/tmp, home), and a hiding mount inside the
-    workspace comes after it; `.git` is made read-only last.
+    workspace comes after it; every `.git` is made read-only last.
     """
     ws = Path(os.path.realpath(workspace))
     argv = [policy.bwrap, "--die-with-parent", "--new-session", "--unshare-user"]
@@ -150,13 +167,16 @@ def bwrap_argv(
         argv.append("--unshare-net")
     argv += ["--ro-bind", "/", "/"]
     after: list[str] = []
+    hidden: list[Path] = []  # inside the workspace: a .git there stays hidden too
     for path, args in _system_mounts(policy):
         if path == ws:
             continue  # the workspace is this folder: it stays visible and writable
         (after if _inside(ws, path) else argv).extend(args)
+        if _inside(ws, path):
+            hidden.append(path)
     for shown in policy.read_only:
         argv += ["--ro-bind-try", str(shown), str(shown)]
-    argv += ["--bind", str(ws), str(ws), *after, *_git_mounts(policy, ws)]
+    argv += ["--bind", str(ws), str(ws), *after, *_git_mounts(policy, ws, git, hidden)]
     argv += ["--chdir", str(ws), "--clearenv"]
     for key, value in env.items():
         argv += ["--setenv", key, value]
@@ -164,17 +184,17 @@ def bwrap_argv(
     return [*argv, "--", policy.shell, "-c", script, policy.shell, command]
 
 
-def _git_mounts(policy: SandboxPolicy, ws: Path) -> list[str]:
-    """`.git` read-only again. A link is protected at its target inside the workspace;
-    one that leads out is read-only already. Missing, `sandbox_run` puts an empty
-    placeholder there first, so a command cannot plant a new repository either."""
-    dot = ws / ".git"
-    if policy.allow_git_writes or not (dot.exists() or dot.is_symlink()):
+def _git_mounts(
+    policy: SandboxPolicy, ws: Path, git: GitEntries | None, hidden: list[Path]
+) -> list[str]:
+    """Every `.git` in the workspace read-only again (`sandbox_git`), but those under a
+    folder the sandbox hides (a home folder inside the workspace). Where there is none
+    at the top, `sandbox_run` puts an empty placeholder there first, so a command cannot
+    plant a new repository there either."""
+    if policy.allow_git_writes:
         return []
-    real = Path(os.path.realpath(dot))
-    if not _inside(ws, real) or not real.exists():
-        return []
-    return ["--ro-bind", str(real), str(real)]
+    found = git if git is not None else find_git_entries(ws)
+    return git_binds(ws, found, skip=tuple(hidden))
 
 
 # --- does it work here ----------------------------------------------------------------

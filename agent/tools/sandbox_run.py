@@ -9,6 +9,9 @@ Two things exist only for the length of a call:
   real one, so a command cannot `git init` and plant hooks or `core.fsmonitor` for the
   user's next git command. Concurrent calls share it under a shared `flock`; the last
   one out removes it, and only if this process made it.
+
+And every `.git` below the top is found before the call (bound read-only) and again
+after it, when one the command planted is moved aside (`sandbox_git`).
 """
 
 from __future__ import annotations
@@ -20,10 +23,12 @@ import secrets
 import signal
 import threading
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.tools.cgroups import remove_cgroup
 from agent.tools.sandbox import SandboxPolicy, bwrap_argv, hidden_homes, process_cap
+from agent.tools.sandbox_git import find_git_entries, refuse_new
 
 _placeholders: set[tuple[int, int]] = set()  # (st_dev, st_ino) of .git dirs we made
 _placeholders_lock = threading.Lock()
@@ -105,16 +110,35 @@ def _release_placeholder(dot: Path, fd: int) -> None:
         os.close(fd)
 
 
+@dataclass
+class SandboxedCall:
+    """One call's bwrap command line, and what bosun did about it afterwards (a `.git`
+    moved aside), for the result; `notes` is filled when the block ends."""
+
+    argv: list[str]
+    notes: list[str] = field(default_factory=list)
+
+
 @contextlib.contextmanager
 def sandboxed_argv(
     policy: SandboxPolicy, workspace: Path, command: str, env: Mapping[str, str]
-) -> Iterator[list[str]]:
-    """The argv that runs `command` in the sandbox; valid until the block ends."""
-    with _git_placeholder(policy, workspace), _pids_cgroup(policy) as join:
-        argv = bwrap_argv(policy, workspace, command, env)
-        if join is not None:  # in the cgroup before anything forks
-            argv = ["/bin/sh", "-c", 'echo 0 > "$0" && exec "$@"', str(join), *argv]
-        yield argv
+) -> Iterator[SandboxedCall]:
+    """The call that runs `command` in the sandbox; its argv is valid until the block
+    ends. Every `.git` is found before (to bind them read-only) and after, once the
+    call's processes are gone, a new one is moved aside (`sandbox_git`)."""
+    with _git_placeholder(policy, workspace):
+        before = None if policy.allow_git_writes else find_git_entries(workspace)
+        call = SandboxedCall([])
+        try:
+            with _pids_cgroup(policy) as join:
+                argv = bwrap_argv(policy, workspace, command, env, git=before)
+                if join is not None:  # in the cgroup before anything forks
+                    argv = ["/bin/sh", "-c", 'echo 0 > "$0" && exec "$@"', str(join), *argv]
+                call.argv = argv
+                yield call
+        finally:
+            if before is not None:
+                call.notes += refuse_new(workspace, before)
 
 
 # --- saying why ---------------------------------------------------------------------------

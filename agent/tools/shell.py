@@ -142,6 +142,11 @@ def _kill_marked(marker: bytes) -> None:
         time.sleep(0.01)
 
 
+def kill_marked(name: str, token: str) -> None:
+    """Kill every process whose environment carries `name=token` (MCP servers' daemons)."""
+    _kill_marked(f"{name}={token}".encode())
+
+
 def run_command(
     command: str, cwd: Path, timeout: float, sandbox: SandboxPolicy | None = None
 ) -> tuple[str, int | None]:
@@ -155,10 +160,13 @@ def run_command(
     from agent.tools.sandbox_run import sandboxed_argv
 
     inside = inner_env(os.environ, {**QUIET_ENV, MARKER: token})
-    with sandboxed_argv(sandbox, cwd, command, inside) as argv:
+    with sandboxed_argv(sandbox, cwd, command, inside) as call:
         # bwrap itself needs nothing of bosun's environment; the marker finds it too
         outside = {"PATH": os.environ.get("PATH", os.defpath), MARKER: token}
-        return _run(argv, cwd, timeout, outside, token)
+        output, status = _run(call.argv, cwd, timeout, outside, token)
+    if call.notes:  # a .git the command planted, moved aside once it ended
+        output = "\n".join([output.rstrip("\n"), *call.notes])
+    return output, status
 
 
 def _wait(proc: subprocess.Popen[bytes], timeout: float) -> int | None:

@@ -59,8 +59,17 @@ def _short(n: int) -> str:
 class Repl:
     """Owns the screen: input, rendering, and the dispatch of slash commands."""
 
-    def __init__(self, console: Console, settings: Settings, show_reasoning: bool):
+    def __init__(
+        self,
+        console: Console,
+        settings: Settings,
+        show_reasoning: bool,
+        *,
+        keep_workspace: bool = False,
+    ):
         self.console = console
+        # the user named the workspace (--workspace): a resumed session stays in it
+        self.keep_workspace = keep_workspace
         self._status: Status | None = None  # the loading spinner, while there is one
         self._keys: EscWatcher | None = None  # Esc watching, while the model works
         self.renderer = Renderer(console, self._preview, show_reasoning)
@@ -162,7 +171,14 @@ class Repl:
         return answer
 
     def resume(self, path: Path) -> None:
-        stored = self.chat.resume(path)
+        stored = self.chat.resume(path, keep_workspace=self.keep_workspace)
+        ran_in = Path(stored.workspace) if stored.workspace else None
+        if ran_in is not None and _differs(ran_in, self.chat.workspace):
+            why = "--workspace" if self.keep_workspace else "that folder is gone"
+            self.say(
+                f"this session ran in {visible(str(ran_in))}; continuing in"
+                f" {visible(str(self.chat.workspace))} ({why})"
+            )
         if stored.model and stored.model != self.chat.driver.model:
             self.say(
                 f"this session ran with {stored.model}; continuing with {self.chat.driver.model}"
@@ -266,6 +282,14 @@ class Repl:
 PICK_ROWS = 10
 
 
+def _differs(stored: Path, current: Path) -> bool:
+    """Whether a stored workspace is another folder than the one in force."""
+    try:
+        return stored.resolve() != current.resolve()
+    except (OSError, RuntimeError, ValueError):  # a loop, a NUL: not the same folder
+        return True
+
+
 def pick_session(console: Console, workspace: Path) -> str:
     """`chat --resume` with no ID: this folder's recent sessions, newest first, by number."""
     here = [r for r in sessions_rows() if r["workspace"] == str(workspace)][::-1][:PICK_ROWS]
@@ -338,7 +362,9 @@ def chat_command(
     settings = Settings.from_config(
         config, workspace=ws, sandbox=policy, allow_workspace_mcp=allow_workspace_mcp
     )
-    repl = Repl(Console(highlight=False), settings, show_reasoning)
+    repl = Repl(
+        Console(highlight=False), settings, show_reasoning, keep_workspace=workspace is not None
+    )
     try:
         if path is not None:
             repl.resume(path)

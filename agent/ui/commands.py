@@ -6,6 +6,9 @@ They raise UsageError for a user mistake; the REPL prints it and carries on.
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -16,10 +19,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from agent.errors import UsageError
+from agent.errors import ToolError, UsageError
 from agent.history import ToolResult, to_json
 from agent.run.chat import ChatSession
 from agent.session import session_path, sessions_rows
+from agent.tools.confine import open_in_workspace, refuse_hardlinked
 from agent.tools.permissions import APPROVE_MODES, decision
 from agent.tools.sandbox import resolve_sandbox
 from agent.transcript import transcript
@@ -136,6 +140,35 @@ def _compact(repl: Repl, _arg: str) -> None:
         repl.say("nothing to compact (or the context size is unknown: --context-size)")
 
 
+def write_in_workspace(root: Path, path: str, data: bytes) -> None:
+    """Replace (or create) the file `path` names inside the workspace with `data`, the
+    way the write tools do (agent.tools.confine): a symlink planted to lead out, `..`,
+    an absolute path elsewhere, a file with a second name outside, a FIFO that would
+    block: each is a one-line UsageError, and nothing outside the workspace changes."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK  # no O_TRUNC: checked first
+    try:
+        fd = open_in_workspace(root, path, flags, make_parents=True)
+    except ToolError as exc:
+        raise UsageError(f"not written: {exc}") from None
+    except OSError as exc:  # ENXIO: a FIFO nobody reads
+        why = "not a regular file" if exc.errno == errno.ENXIO else exc.strerror or str(exc)
+        raise UsageError(f"cannot write {path}: {why}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UsageError(f"cannot write {path}: not a regular file")
+        refuse_hardlinked(fd, path)
+        os.ftruncate(fd, 0)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except ToolError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:  # a full disk
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
 def _save(repl: Repl, arg: str) -> None:
     log = repl.chat.log
     where = log.path if log is not None else "(nowhere)"
@@ -146,10 +179,7 @@ def _save(repl: Repl, arg: str) -> None:
     markdown = target.suffix.lower() in (".md", ".markdown")
     history = repl.chat.history
     text = transcript(history) if markdown else to_json(history) + "\n"
-    try:
-        target.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
+    write_in_workspace(repl.chat.workspace, str(target), text.encode("utf-8"))
     how = "a Markdown transcript" if markdown else "JSON: bosun render --messages"
     repl.say(f"wrote {len(history)} messages to {target} ({how})")
 
@@ -249,12 +279,17 @@ def _mcp(repl: Repl, _arg: str) -> None:
 
 
 def _undo(repl: Repl, _arg: str) -> None:
-    restored = repl.chat.checkpoints.undo()
+    """All or nothing: a file changed since bosun's write is a UsageError naming it."""
+    undone = repl.chat.checkpoints.undo()
+    restored = undone.restored
     repl.say("restored: " + ", ".join(restored) if restored else "restored nothing")
+    if undone.not_saved:
+        repl.say("not restored (too big or not a file when saved): " + ", ".join(undone.not_saved))
     repl.say("(changes made by shell commands are not tracked; check with git status)")
-    repl.chat.pending.append(
-        "I undid your last turn's file changes: " + ", ".join(restored) + " are as before it."
-    )
+    if restored:
+        repl.chat.pending.append(
+            "I undid your last turn's file changes: " + ", ".join(restored) + " are as before it."
+        )
 
 
 def _diff(repl: Repl, _arg: str) -> None:
@@ -295,7 +330,11 @@ COMMANDS: dict[str, Command] = {
         Command("/diff", "what bosun's file tools changed in this session", _diff),
         Command("/result", "the latest tool result in full; /result N, the Nth latest", _result),
         Command("/compact", "make the context smaller now (old results, a summary)", _compact),
-        Command("/save", "where the session is saved; /save FILE(.md|.json) exports it", _save),
+        Command(
+            "/save",
+            "where the session is saved; /save FILE(.md|.json) exports it (in the workspace)",
+            _save,
+        ),
         Command("/sessions", "recent sessions", _sessions),
         Command("/resume", "continue session ID", _resume),
         Command("/render", "the exact last prompt sent to the model", _render),

@@ -40,6 +40,15 @@ def _paths(text: str) -> Iterator[str]:
             yield path
 
 
+def _names_something(candidate: Path) -> bool:
+    """Whether anything (a symlink too) is there. A name the filesystem refuses (too
+    long, ENAMETOOLONG; a NUL byte) names nothing, so it is text, not a mention."""
+    try:
+        return candidate.exists() or candidate.is_symlink()
+    except (OSError, ValueError):
+        return False
+
+
 def expand(text: str, workspace: Path) -> Expanded:
     out = Expanded(text)
     ctx = ToolContext(workspace)
@@ -48,8 +57,7 @@ def expand(text: str, workspace: Path) -> Expanded:
         if len(out.attached) >= MAX_FILES:
             out.problems.append(f"@{path}: not attached, at most {MAX_FILES} files a message")
             continue
-        candidate = workspace / path
-        if not (candidate.exists() or candidate.is_symlink()):
+        if not _names_something(workspace / path):
             continue  # not a mention of a file (an email address, a decorator)
         try:
             data = read_bytes(ctx, path, MAX_ATTACH_BYTES + 1)
@@ -73,8 +81,11 @@ def complete(prefix: str, workspace: Path, limit: int = 50) -> list[str]:
     """Workspace paths that start with `prefix` (folders end in /), for the @ completer.
     Hidden entries only when the prefix asks for them; never outside the workspace."""
     folder, _, stem = prefix.rpartition("/")
-    base = (workspace / folder).resolve() if folder else workspace.resolve()
-    root = workspace.resolve()
+    try:
+        base = (workspace / folder).resolve() if folder else workspace.resolve()
+        root = workspace.resolve()
+    except (OSError, RuntimeError, ValueError):  # a loop (3.11 raises RuntimeError), NUL
+        return []
     if base != root and root not in base.parents:
         return []
     try:

@@ -78,3 +78,24 @@ def test_new_refuses_to_overwrite_or_a_bad_name(
     for bad in ("Taken-v1", "no-version", "spaces here-v1", "x-v"):
         assert new_command(bad, tmp_path) == 2
     assert "already exists" in capsys.readouterr().err
+
+
+def test_the_table_shows_brackets_in_test_ids_and_patches_as_text(
+    capsys: pytest.CaptureFixture,
+) -> None:
+    """A parametrised test id (`[/proc/sys/x]`) or a patch text is data, not rich markup:
+    it once ended `contracts check` with a MarkupError."""
+    from types import SimpleNamespace as NS
+
+    from agent.contracts.cli import _print_table
+
+    mutation = NS(describe=lambda: 'patch: "[/red]" -> ""')
+    falsifier = NS(
+        contract="c-v1", obligation="OBLIG-X", id="FALSIFY-X-001", mutation=mutation,
+        test="tests/hostile/test_x.py::test_y[/proc/sys/kernel/core_pattern]",
+    )  # fmt: skip
+    failed = NS(status="failed", detail="[/bold] went red")
+    row = NS(falsifier=falsifier, green=failed, mutant=None, mutant_seconds=0.0, ok=False)
+    _print_table(NS(rows=[row], mutate=False, problems=[], runs=1, seconds=0.1, ok=False))
+    out = capsys.readouterr().out
+    assert "test_y[/proc/sys/kernel/core_pattern]" in out and "[/bold] went red" in out

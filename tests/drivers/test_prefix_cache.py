@@ -7,6 +7,8 @@ handed out, and the next save replaces it.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import struct
@@ -16,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from drivers.base import UsageError
+from drivers.cache_trust import MAC_BYTES, load_secret
 from drivers.prefix_cache import (
     DEFAULT_MAX_BYTES,
     MAGIC,
@@ -113,11 +116,20 @@ def test_a_damaged_or_foreign_file_is_never_loaded_and_the_next_save_replaces_it
     assert hit is not None and bytes(hit.state) == STATE
 
 
+def _sign_again(path: Path) -> None:
+    """Sign the file's content as it is now with the user's own key (drivers/
+    cache_trust.py), as if it had been damaged before bosun signed it."""
+    data = path.read_bytes()[:-MAC_BYTES]
+    mac = hmac.new(load_secret(), data, hashlib.sha256).digest()
+    path.write_bytes(data + mac)
+
+
 def test_a_flipped_state_byte_is_never_loaded(cache) -> None:
-    """The state's checksum is the last line of defence: its header and tokens are
-    intact, only the bytes llama.cpp would read changed."""
+    """The state's checksum is the last line of defence against damage: its header,
+    tokens and signature are intact, only the bytes llama.cpp would read changed."""
     path = saved(cache)
-    _flip(path, path.stat().st_size - 1)
+    _flip(path, path.stat().st_size - MAC_BYTES - 1)
+    _sign_again(path)
     assert cache.find([*TOKENS, 1]) is None
     assert not path.exists()
 

@@ -62,8 +62,20 @@ def head_tokens(profile: ModelProfile, workspace: Path) -> int:
 
 
 @pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One bosun data folder for the module: it holds the key every saved state is
+    signed with, so a state the cold session saved is this user's in every test."""
+    return tmp_path_factory.mktemp("warm-home")
+
+
+@pytest.fixture(autouse=True)
+def _one_user(bosun_home: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BOSUN_HOME", str(home))
+
+
+@pytest.fixture(scope="module")
 def cold(
-    profile: ModelProfile, tmp_path_factory: pytest.TempPathFactory
+    profile: ModelProfile, tmp_path_factory: pytest.TempPathFactory, home: Path
 ) -> Iterator[tuple[Path, Reply, Path]]:
     """One cold session, once for the module: (its workspace, its reply, the state file
     it saved). Each test copies the file into its own cache folder."""
@@ -71,6 +83,7 @@ def cold(
     folder = tmp_path_factory.mktemp("saved")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("BOSUN_PREFIX_CACHE", str(folder))
+        mp.setenv("BOSUN_HOME", str(home))
         reply = first_turn(profile, workspace)
     [state] = list(folder.glob("*.kv"))
     yield workspace, reply, state
@@ -127,9 +140,13 @@ def _flip_state_byte(path: Path) -> None:
 
 
 def _refused_by_llama(path: Path) -> None:
-    """Checksums that match, over a state llama.cpp cannot read (cut in half): what a
-    file planted by someone who knows the format looks like."""
+    """Checksums and signature that match, over a state llama.cpp cannot read (cut in
+    half): what a state of the user's own that llama.cpp no longer accepts looks like
+    (a planted one is refused before, tests/hostile/test_prefix_cache_trust.py)."""
     import hashlib
+    import hmac
+
+    from drivers.cache_trust import load_secret
 
     data = path.read_bytes()
     length = struct.unpack("<I", data[12:16])[0]
@@ -138,9 +155,8 @@ def _refused_by_llama(path: Path) -> None:
     state = data[start : start + meta["state_bytes"] // 2]
     meta.update(state_bytes=len(state), state_sha256=hashlib.sha256(state).hexdigest())
     header = json.dumps(meta).encode()
-    path.write_bytes(
-        data[:12] + struct.pack("<I", len(header)) + header + data[16 + length : start] + state
-    )
+    body = data[:12] + struct.pack("<I", len(header)) + header + data[16 + length : start] + state
+    path.write_bytes(body + hmac.new(load_secret(), body, hashlib.sha256).digest())
 
 
 @pytest.mark.parametrize("damage", [_flip_state_byte, _refused_by_llama])
@@ -153,6 +169,26 @@ def test_a_damaged_state_is_never_loaded_and_is_replaced(cold, profile, damage) 
     assert (reply.prose, reply.calls) == (cold_reply.prose, cold_reply.calls)
     tokens, _ = read_state(mine, _key_of(mine))  # a whole, valid file again
     assert len(tokens) == head_tokens(profile, workspace)
+
+
+def test_a_state_in_a_folder_others_can_write_is_never_loaded(cold, profile) -> None:
+    """The user's own state, but in a folder anyone could have planted it in: a cold
+    start that answers as the cold session did, and one line in llama.cpp's log."""
+    from drivers import llama_log
+
+    workspace, cold_reply, state = cold
+    install(state)
+    cache_dir().chmod(0o777)
+    log = cache_dir().parent / f"{cache_dir().name}.llama.log"
+    llama_log.send_to(log)
+    try:
+        reply = first_turn(profile, workspace)
+    finally:
+        llama_log.send_to(None)
+    assert reply.usage.cached_tokens == 0
+    assert (reply.prose, reply.calls) == (cold_reply.prose, cold_reply.calls)
+    assert "writable by group or others" in log.read_text()
+    assert [e.path.name for e in entries()] == [state.name]  # nothing written into it
 
 
 def test_other_context_settings_never_see_the_state(cold) -> None:

@@ -1,19 +1,25 @@
 """A small MCP server, written with the official SDK, that misbehaves on request.
 
 Run as `python fault_server.py [--slow-start S] [--hang-start] [--crash-start]
-[--linger]`. Its
+[--linger] [--tools FILE]`. Its
 tools: `echo`, `pid` (its own process id, for orphan checks), `hang` (never answers),
 `crash` (exits mid-call), `huge` (a result of N characters), `fail` (an isError result),
 `image` (non-text content), and `bad` whose input schema is not a valid JSON Schema.
+`--tools FILE` lists the tools of a JSON file instead (a list of objects with `name`,
+`description`, `inputSchema` and optionally `outputSchema`: a hostile listing); each
+answers with its arguments as JSON text, and as structured content too where it
+declares an output schema.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import mcp_types as types
@@ -63,12 +69,32 @@ def _text(text: str, *, error: bool = False) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=error)
 
 
+LISTED: dict[str, types.Tool] = {}  # --tools FILE: served instead of TOOLS
+
+
+def load_tools(path: str) -> None:
+    for item in json.loads(Path(path).read_text(encoding="utf-8")):
+        LISTED[item["name"]] = types.Tool(
+            name=item["name"],
+            description=item.get("description"),
+            input_schema=item.get("inputSchema", NO_ARGS),
+            output_schema=item.get("outputSchema"),
+        )
+
+
 async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=TOOLS)
+    return types.ListToolsResult(tools=list(LISTED.values()) if LISTED else TOOLS)
 
 
 async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
     args = params.arguments or {}
+    listed = LISTED.get(params.name)
+    if listed is not None:
+        structured = args if listed.output_schema is not None else None
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=json.dumps(args))],
+            structured_content=structured,
+        )
     if params.name == "echo":
         return _text(str(args.get("text", "")))
     if params.name == "pid":
@@ -109,7 +135,10 @@ async def main() -> None:
     parser.add_argument("--crash-start", action="store_true")
     parser.add_argument("--linger", action="store_true", help="keep running after stdin ends")
     parser.add_argument("--http", type=int, default=0, help="serve streamable HTTP on PORT")
+    parser.add_argument("--tools", default="", help="serve the tools of this JSON file")
     opts = parser.parse_args()
+    if opts.tools:
+        load_tools(opts.tools)
     if opts.crash_start:
         sys.stderr.write("fault server: failing on purpose\n")
         sys.exit(1)

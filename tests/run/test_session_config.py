@@ -22,9 +22,9 @@ def test_defaults_without_files(workspace: Path) -> None:
 def test_user_file_then_workspace_file_then_flags(workspace: Path) -> None:
     write(user_config_path(), 'model = "a.gguf"\nconstrain = "never"\ncontext_size = 4096\n')
     write(workspace / ".bosun.toml", 'model = "openai:http://127.0.0.1:8080/v1#b"\n')
-    assert load_config(workspace) == Config(
-        "openai:http://127.0.0.1:8080/v1#b", "ask", "never", 4096
-    )
+    server = "openai:http://127.0.0.1:8080/v1#b"
+    # the workspace chose the server: it is marked so (it gets no API key)
+    assert load_config(workspace) == Config(server, "ask", "never", 4096, workspace_model=server)
     flags = resolve(workspace, model="c.gguf", constrain="always", context_size=2048)
     assert flags == Config("c.gguf", "ask", "always", 2048)
     assert resolve(workspace, approve=None).model.endswith("#b")  # None means "not given"

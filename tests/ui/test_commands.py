@@ -90,10 +90,10 @@ def test_render_before_and_after_a_call(repl: FakeRepl) -> None:
     assert "hello there" in out and out.strip().endswith(repl.chat.last_prompt.strip()[-20:])
 
 
-def test_save_exports_history_render_can_read(repl: FakeRepl, tmp_path: Path) -> None:
+def test_save_exports_history_render_can_read(repl: FakeRepl, workspace: Path) -> None:
     repl.chat.send("hi")
     assert "saved as it goes" in repl.run("/save")
-    target = tmp_path / "out.json"
+    target = workspace / "out.json"  # /save writes inside the workspace only
     repl.run(f"/save {target}")
     assert read_messages_json(target) == repl.chat.history
 

@@ -97,7 +97,7 @@ def test_mentions_shell_commands_and_markdown_export(
     ask(terminal, "!echo shell-out && ls", "the model sees this with your next message")
     assert "shell-out" in terminal.scrollback()
     ask(terminal, "what now?", "Seen the output.")
-    export = tmp_path / "talk.md"
+    export = workspace / "talk.md"  # /save writes inside the workspace only
     ask(terminal, f"/save {export}", "transcript)")
     terminal.send("C-d")
     terminal.wait_for("[exit 0]")
