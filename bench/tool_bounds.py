@@ -11,11 +11,17 @@ the README): 20 s and 1 GiB of address space for each ripgrep run, 256 kB read p
 read_file, 16 kB of AGENTS.md, 20,000 folder entries scanned, 30 kB of shell output.
 A child's peak includes the copy of bosun it was forked from (about 30 MB) before it
 ran its own program.
+
+A second table runs the hostile-input cases of bench/bounds_models.py (model files:
+chat templates, GGUF metadata) and bench/bounds_schemas.py (MCP tool schemas), where
+they exist, each in a fresh process as well: its wall time, its peak resident memory
+and what it grew by, and the one line bosun answers.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import resource
@@ -165,13 +171,67 @@ def one(name: str, quick: bool) -> dict[str, object]:
     }
 
 
+CASE_MODULES = ("bounds_models", "bounds_schemas")  # bench/*.py exporting CASES
+
+
+def case_modules() -> list[str]:
+    here = Path(__file__).resolve().parent
+    return [name for name in CASE_MODULES if (here / f"{name}.py").is_file()]
+
+
+def one_case(spec: str, quick: bool) -> dict[str, object]:
+    """`module:name` from a case module, run in this (fresh) process."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    module, _, name = spec.partition(":")
+    cases = importlib.import_module(module).CASES
+    with tempfile.TemporaryDirectory() as tmp:
+        run = cases[name](Path(tmp), quick)
+        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        start = time.perf_counter()
+        answer = run()
+        wall = time.perf_counter() - start
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {
+        "wall_s": wall,
+        "peak_mb": peak / 1024,
+        "grew_mb": (peak - base) / 1024,
+        "answer": answer,
+    }
+
+
+def case_table(quick: bool) -> None:
+    print(f"\n{'case':44} {'wall s':>7} {'peak MB':>8} {'+MB':>6}  outcome")
+    for module in case_modules():
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        for name in importlib.import_module(module).CASES:
+            spec = f"{module}:{name}"
+            cmd = [sys.executable, __file__, "--case", spec] + (["--quick"] if quick else [])
+            try:
+                out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+            except subprocess.TimeoutExpired:
+                print(f"{name[:44]:44} timed out after 600 s")
+                continue
+            if out.returncode != 0:
+                print(f"{name[:44]:44} failed: {out.stderr.strip().splitlines()[-1:]}")
+                continue
+            r = json.loads(out.stdout.splitlines()[-1])
+            print(
+                f"{name[:44]:44} {r['wall_s']:7.2f} {r['peak_mb']:8.0f} {r['grew_mb']:6.0f}"
+                f"  {str(r['answer'])[:90]}"
+            )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="smaller inputs (CI-sized)")
     ap.add_argument("--one", help=argparse.SUPPRESS)
+    ap.add_argument("--case", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
         print(json.dumps(one(args.one, args.quick)))
+        return
+    if args.case:
+        print(json.dumps(one_case(args.case, args.quick)))
         return
     print(f"{'scenario':40} {'wall s':>7} {'bosun MB':>9} {'+MB':>6} {'child MB':>9}  answer")
     for name in SCENARIOS:
@@ -185,6 +245,7 @@ def main() -> None:
             f"{name:40} {r['wall_s']:7.2f} {r['bosun_mb']:9.0f} {r['grew_mb']:6.0f}"
             f" {r['child_mb']:9.0f}  {r['answer']}"
         )
+    case_table(args.quick)
 
 
 if __name__ == "__main__":

@@ -19,12 +19,15 @@ def models(
     """Bundled models, or each given GGUF's resolved profile: template, tool format,
     reasoning markers, wire remap and every adaptation bosun makes, with its reason."""
     from agent.cli.listing import models_rows
+    from agent.untrusted import visible
 
     rows = models_rows(paths or [])
-    if json_out:
+    if json_out:  # JSON escapes control characters itself
         for row in rows:
             typer.echo(json.dumps(row, ensure_ascii=False))
         return
+    # Names, markers and stops come from the model file: shown, never sent as escapes.
+    rows = [{key: visible(value) for key, value in row.items()} for row in rows]
     if paths:
         for row in rows:
             width = max(map(len, row))
@@ -48,7 +51,12 @@ def render(
     --session or --messages, the first prompt of a new session in this folder."""
     from agent.cli.listing import render_command
 
-    sys.stdout.write(render_command(model, session, messages, workspace))
+    prompt = render_command(model, session, messages, workspace)
+    if sys.stdout.isatty():  # the model file's template wrote it: shown, not run
+        from agent.untrusted import visible
+
+        prompt = visible(prompt)
+    sys.stdout.write(prompt)
 
 
 sessions_app = typer.Typer(help="Past sessions (append-only JSONL files).", no_args_is_help=True)

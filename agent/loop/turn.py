@@ -31,6 +31,11 @@ from drivers.base import ChatDriver, Driver, Halt, RawCall, Usage, partial_suffi
 Trace = Callable[[dict[str, object]], None]
 
 _OPENERS = (TOOL_CALL_OPEN, TOOL_RESULT_OPEN, WIRE_CALL_OPEN, "<think>")
+# Characters one reply may have (prose, reasoning and a server's call arguments
+# together): about a million tokens, which no local model writes in one turn but a
+# hostile server sends in a second. Past it the reply is cut there, as a token limit
+# would cut it, so a 50 MB argument never reaches the parser, history or a template.
+MAX_REPLY_CHARS = 4_000_000
 
 
 def cut_partial_marker(text: str, openers: Sequence[str] = ()) -> str:
@@ -89,10 +94,29 @@ class _Turn:
     finish: str = "stop"
     stopped_by: str | None = None
     guard: LoopGuard = field(default_factory=LoopGuard)  # prose and reasoning only
+    size: int = 0  # characters received so far (MAX_REPLY_CHARS)
+    oversize: bool = False
+
+    def allow(self, piece: str) -> str:
+        """What of `piece` fits under MAX_REPLY_CHARS; the first piece past it cuts the
+        reply off (a diagnostic for the model, finish "length": open calls are dropped)."""
+        room = MAX_REPLY_CHARS - self.size
+        self.size += len(piece)
+        if len(piece) <= room:
+            return piece
+        if not self.oversize:
+            self.oversize, self.finish = True, "length"
+            self.diagnostics.append(
+                f"your reply passed {MAX_REPLY_CHARS:,} characters and was cut off there;"
+                " write large content in parts (several smaller calls)"
+            )
+        return piece[: max(room, 0)]
 
     def text(self, piece: str) -> None:
-        self.raw.append(piece)
-        self.take(self.parser.feed(piece), closed=True)
+        piece = self.allow(piece)
+        if piece:
+            self.raw.append(piece)
+            self.take(self.parser.feed(piece), closed=True)
 
     def take(self, events: list[Event], closed: bool) -> None:
         for e in events:
@@ -108,6 +132,9 @@ class _Turn:
                 self.diagnostics.append(e.text)
 
     def think(self, text: str) -> None:
+        text = self.allow(text)
+        if not text:
+            return
         self.thoughts.append(text)
         self.emit(ev.ReasoningDelta(text))
         self.guard.feed(text)
@@ -115,7 +142,7 @@ class _Turn:
     def end(self, usage: Usage | None, finish: str | None, stopped_by: str | None) -> None:
         if usage is not None:
             self.usage = usage
-        if finish is not None:
+        if finish is not None and not self.oversize:
             self.finish, self.stopped_by = finish, stopped_by
 
 
@@ -140,7 +167,7 @@ def call_model(driver: Driver, profile: ModelProfile, req: Query) -> Reply:
     started = time.perf_counter()
 
     def halt() -> bool:
-        return t.guard.tripped or req.halt()
+        return t.guard.tripped or t.oversize or req.halt()
 
     try:
         if rendered is None:
@@ -187,10 +214,11 @@ def _calls(t: _Turn) -> list[ToolCall]:
     calls = []
     for call, closed in t.found:
         if t.finish == "length" and not closed:
-            t.diagnostics.append(
-                f"your call to {call.name} was cut off by the token limit and was not run;"
-                " make it shorter"
-            )
+            if not t.oversize:  # else the cut was said already, with its own reason
+                t.diagnostics.append(
+                    f"your call to {call.name} was cut off by the token limit and was not run;"
+                    " make it shorter"
+                )
         else:
             calls.append(call)
     return calls
@@ -233,7 +261,7 @@ def _stream_text(
             # that does not is stopped here, at its second chunk past the halt.
             halted += halt() and chunk.finish_reason is None
             if halted > 1:
-                t.finish = "interrupted"
+                t.finish = "length" if t.oversize else "interrupted"
                 break
     finally:
         close = getattr(stream, "close", None)
@@ -253,5 +281,7 @@ def _stream_chat(driver: ChatDriver, req: Query, t: _Turn, halt: Halt) -> None:
             t.think(piece.reasoning)
         if piece.text:
             t.text(piece.text)
-        t.structured.extend(piece.calls)
+        for call in piece.calls:  # a server's arguments count against the reply too
+            if t.allow(call.arguments or "") == (call.arguments or ""):
+                t.structured.append(call)
         t.end(piece.usage, piece.finish_reason, None)

@@ -444,4 +444,8 @@ def quiet_sdk_logs() -> None:
 
 
 def warn(line: str) -> None:
-    sys.stderr.write(f"bosun: {line}\n")
+    """One line to stderr; it may carry a server's own words (its name, its last line of
+    stderr), so escapes are shown, never sent."""
+    from agent.untrusted import visible
+
+    sys.stderr.write(f"bosun: {visible(line)}\n")

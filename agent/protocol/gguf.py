@@ -6,6 +6,14 @@ a flat little-endian list of typed key/values (GGUF v2/v3), so a short reader ov
 memory map suffices. Large arrays (the vocabulary, merges) are skipped, not decoded; only
 the two token strings the chat template needs (BOS, EOS) are fetched from the vocabulary.
 
+The file is untrusted: it states its own counts and lengths, and a sparse file backs any
+claim with zeros that read as more (empty) values. So every count is checked against the
+bytes left before anything is read (each value takes at least a few bytes), values that
+must be walked one by one (keys, strings, arrays of arrays) are counted against a budget
+far above any real model's, arrays nest at most `MAX_DEPTH` deep and a string longer
+than `MAX_STRING` is refused rather than decoded: a hostile file costs milliseconds and
+one line naming it, never a RecursionError, minutes of reading or gigabytes of memory.
+
 Why not llama.cpp's own `gguf` package (0.19.0, measured on the bundled SmolLM2, 98 MB,
 on this 2-core machine): its `GGUFReader` decodes every array element and every tensor
 record into numpy views up front, 8.0 s against this reader's 0.17 s; it needs numpy;
@@ -42,6 +50,17 @@ _STRING = 8
 _ARRAY = 9
 # Arrays longer than this are summarised (vocabularies have 10^4..10^5 entries).
 _SMALL_ARRAY = 64
+# The fewest bytes a value of each type takes: a string or an array is at least its
+# length field, a key/value pair at least an empty key, a type and one byte.
+_MIN_SIZE = {t: struct.calcsize("<" + f) for t, f in _SCALARS.items()} | {_STRING: 8, _ARRAY: 12}
+_MIN_KV = 8 + 4 + 1
+
+MAX_DEPTH = 8  # arrays of arrays of …: real files have none
+MAX_STRING = 16 * 1024 * 1024  # bytes of one string (a chat template is kilobytes)
+MAX_KEY = 65_535  # bytes of one key, as the GGUF specification allows
+MAX_KEYS = 65_536  # key/value pairs (real files have a few dozen)
+MAX_WALKED = 4_000_000  # values read one by one, in all (a 262k vocabulary, its
+#                         500k merges and the BOS/EOS lookups are about 1.3 million)
 
 
 class GGUFError(ValueError):
@@ -92,60 +111,93 @@ def _int_or_none(value: Any) -> int | None:
 
 
 class _Reader:
+    """A cursor over the metadata, with the budget of values it may still walk."""
+
     def __init__(self, buf: mmap.mmap | bytes, path: Path) -> None:
         self.buf = buf
         self.pos = 0
         self.path = path
+        self.left = MAX_WALKED
+
+    def fail(self, why: str) -> GGUFError:
+        return GGUFError(f"{self.path}: {why}")
 
     def _take(self, fmt: str) -> Any:
         size = struct.calcsize(fmt)
         if self.pos + size > len(self.buf):
-            raise GGUFError(f"{self.path}: GGUF metadata is truncated at byte {self.pos}")
+            raise self.fail(f"GGUF metadata is truncated at byte {self.pos}")
         (value,) = struct.unpack_from(fmt, self.buf, self.pos)
         self.pos += size
         return value
 
-    def string(self) -> str:
+    def walk(self, count: int, size: int, what: str) -> None:
+        """`count` values of at least `size` bytes each are about to be read one by one:
+        they must fit in the bytes left and in the budget."""
+        if count * size > len(self.buf) - self.pos:
+            raise self.fail(
+                f"GGUF metadata claims {count:,} {what} at byte {self.pos}, more than the"
+                " file holds"
+            )
+        self.left -= count
+        if self.left < 0:
+            raise self.fail(f"GGUF metadata has more than {MAX_WALKED:,} values to read")
+
+    def _length(self, limit: int, what: str) -> int:
         n = self._take("<Q")
-        end = self.pos + n
-        if end > len(self.buf):
-            raise GGUFError(f"{self.path}: GGUF string at byte {self.pos} runs past the end")
-        raw = self.buf[self.pos : end]
-        self.pos = end
+        if n > len(self.buf) - self.pos:
+            raise self.fail(f"GGUF {what} at byte {self.pos} runs past the end of the file")
+        if n > limit:
+            raise self.fail(
+                f"GGUF {what} at byte {self.pos} is {n:,} bytes long (at most {limit:,})"
+            )
+        return n
+
+    def string(self, limit: int = MAX_STRING, what: str = "string") -> str:
+        n = self._length(limit, what)
+        raw = self.buf[self.pos : self.pos + n]
+        self.pos += n
         return bytes(raw).decode("utf-8", errors="replace")
 
     def skip_string(self) -> None:
         n = self._take("<Q")
         self.pos += n
         if self.pos > len(self.buf):
-            raise GGUFError(f"{self.path}: GGUF string runs past the end of the file")
+            raise self.fail("GGUF string runs past the end of the file")
 
-    def value(self, vtype: int) -> Any:
+    def value(self, vtype: int, depth: int = 0) -> Any:
         if vtype in _SCALARS:
             return self._take("<" + _SCALARS[vtype])
         if vtype == _STRING:
             return self.string()
         if vtype == _ARRAY:
+            if depth >= MAX_DEPTH:
+                raise self.fail(f"GGUF arrays nested deeper than {MAX_DEPTH} at byte {self.pos}")
             etype = self._take("<I")
             count = self._take("<Q")
+            if etype not in _MIN_SIZE:
+                raise self.fail(f"unknown GGUF value type {etype} at byte {self.pos}")
             if count <= _SMALL_ARRAY:
-                return [self.value(etype) for _ in range(count)]
+                self.walk(count, _MIN_SIZE[etype], "array items")
+                return [self.value(etype, depth + 1) for _ in range(count)]
             info = ArrayInfo(etype, count, self.pos)
-            self.skip_array(etype, count)
+            self.skip_array(etype, count, depth + 1)
             return info
-        raise GGUFError(f"{self.path}: unknown GGUF value type {vtype} at byte {self.pos}")
+        raise self.fail(f"unknown GGUF value type {vtype} at byte {self.pos}")
 
-    def skip_array(self, etype: int, count: int) -> None:
+    def skip_array(self, etype: int, count: int, depth: int = 0) -> None:
         if etype in _SCALARS:
-            self.pos += struct.calcsize("<" + _SCALARS[etype]) * count
-            if self.pos > len(self.buf):
-                raise GGUFError(f"{self.path}: GGUF array runs past the end of the file")
-        elif etype == _STRING:
+            end = self.pos + _MIN_SIZE[etype] * count
+            if end > len(self.buf):
+                raise self.fail("GGUF array runs past the end of the file")
+            self.pos = end
+            return
+        self.walk(count, _MIN_SIZE[etype], "array items")
+        if etype == _STRING:
             for _ in range(count):
                 self.skip_string()
         else:
             for _ in range(count):
-                self.value(etype)
+                self.value(etype, depth)
 
 
 def _token(reader: _Reader, tokens: Any, index: int | None) -> str:
@@ -156,6 +208,7 @@ def _token(reader: _Reader, tokens: Any, index: int | None) -> str:
     if not isinstance(tokens, ArrayInfo) or tokens.type != _STRING or index >= tokens.count:
         return ""
     reader.pos = tokens.offset
+    reader.walk(index, 8, "tokens")
     for _ in range(index):
         reader.skip_string()
     return reader.string()
@@ -172,9 +225,12 @@ def parse_gguf(buf: mmap.mmap | bytes, path: Path = Path("<bytes>")) -> GGUFInfo
         raise GGUFError(f"{path}: GGUF version {version} is not supported (only 2 and 3)")
     reader._take("<Q")  # tensor count
     kv_count = reader._take("<Q")
+    if kv_count > MAX_KEYS:
+        raise reader.fail(f"GGUF metadata claims {kv_count:,} keys (at most {MAX_KEYS:,})")
+    reader.walk(kv_count, _MIN_KV, "keys")
     metadata: dict[str, Any] = {}
     for _ in range(kv_count):
-        key = reader.string()
+        key = reader.string(MAX_KEY, "key")
         metadata[key] = reader.value(reader._take("<I"))
     tokens = metadata.get("tokenizer.ggml.tokens")
     info = GGUFInfo(path, version, metadata)

@@ -5,6 +5,8 @@ template must see the same dialect here: `trim_blocks`/`lstrip_blocks`, loop con
 `raise_exception`, a `tojson` that keeps key order and non-ASCII, `strftime_now`, and the
 `{% generation %}` tag that training templates use to mark assistant spans. Compiled
 templates are cached by source, so a render after the first pays only for execution.
+A template is code from the model file: every render is bounded in time and size
+(`agent.protocol.bounded_jinja`, `agent.protocol.template_bounds`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from jinja2.parser import Parser
 from jinja2.runtime import LoopContext
 from jinja2.sandbox import SandboxedEnvironment
 
+from agent.protocol.bounded_jinja import BoundedEnvironment, bounded_filter
+from agent.protocol.template_bounds import active
 from agent.resources import data_dir
 
 # One clock reading per process. A template that prints the date (Llama 3.1, gpt-oss,
@@ -29,8 +33,13 @@ from agent.resources import data_dir
 _CLOCK = datetime.now()
 
 
+_MAX_DATE_FORMAT = 1000  # characters: "%c" a million times would print 24 MB
+
+
 def strftime_now(fmt: str) -> str:
     """HF's `strftime_now`, read from the per-process clock (see `_CLOCK`)."""
+    if isinstance(fmt, str) and len(fmt) > _MAX_DATE_FORMAT:
+        active().fail(f"a date format of more than {_MAX_DATE_FORMAT} characters")
     return _CLOCK.strftime(fmt)
 
 
@@ -62,8 +71,27 @@ def tojson(
     )
 
 
+_MAX_MESSAGE = 2000  # characters of a template's own error message that are kept
+
+
 def raise_exception(message: str) -> None:
-    raise TemplateError(message)
+    """HF's `raise_exception`. The message is the template's text: a list that prints
+    to gigabytes is not printed, and only the head of a long one is kept."""
+    if not isinstance(message, str):
+        active().weigh(message, what="an error message")
+        message = str(message)
+    raise TemplateError(message[:_MAX_MESSAGE])
+
+
+def lipsum(n: int = 5, html: bool = True, min: int = 20, max: int = 100) -> str:
+    """Jinja's `lipsum` global, with its counts capped: `lipsum(10**7)` would write for
+    minutes."""
+    from jinja2.utils import generate_lorem_ipsum
+
+    for value in (n, min, max):
+        if not isinstance(value, int) or value > 1000:
+            active().fail("lipsum() of more than 1000 paragraphs or words")
+    return str(generate_lorem_ipsum(n=n, html=html, min=min, max=max))
 
 
 class GenerationTag(Extension):
@@ -86,7 +114,7 @@ _DICT_ATTRIBUTES = frozenset(dir(dict))
 _LOOP_ATTRIBUTES = frozenset(a for a in dir(LoopContext) if not a.startswith("_"))
 
 
-class ChatTemplateEnvironment(SandboxedEnvironment):
+class _DictAttributes(SandboxedEnvironment):
     """The sandbox, with `message.role` on a plain dict answered without an exception.
 
     Jinja resolves `obj.name` by trying `getattr(obj, "name")` first and falling back to
@@ -111,9 +139,35 @@ class ChatTemplateEnvironment(SandboxedEnvironment):
         return super().getattr(obj, attribute)
 
 
+class ChatTemplateEnvironment(_DictAttributes, BoundedEnvironment):
+    """The metered sandbox a model's chat template runs in (agent.protocol.bounded_jinja)."""
+
+
+class ShippedTemplateEnvironment(_DictAttributes):
+    """The same sandbox, unmetered, for bosun's own templates (templates/*.jinja): code
+    bosun ships cannot loop or blow up, so it runs as fast as Jinja runs it."""
+
+
+def _configured(env: SandboxedEnvironment, metered: bool) -> SandboxedEnvironment:
+    env.filters["tojson"] = bounded_filter("tojson", tojson) if metered else tojson
+    env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = strftime_now
+    if metered:
+        env.globals["lipsum"] = lipsum
+    return env
+
+
+_OPTIONS: dict[str, Any] = {
+    "trim_blocks": True,
+    "lstrip_blocks": True,
+    "extensions": ["jinja2.ext.loopcontrols", GenerationTag],
+    "keep_trailing_newline": False,
+}
+
+
 @lru_cache(maxsize=1)
 def environment() -> SandboxedEnvironment:
-    """The shared environment.
+    """The shared environment for chat templates from model files (metered).
 
     Sandboxed but not immutable: Kimi's templates `append` to lists they build, which
     minja allows. Everything a template receives is built fresh for that render (see
@@ -121,20 +175,29 @@ def environment() -> SandboxedEnvironment:
     The loader serves bosun's own templates/ only, so shipped templates can share
     `tools.jinja`; corpus and GGUF templates never include anything.
     """
-    env = ChatTemplateEnvironment(
-        trim_blocks=True,
-        lstrip_blocks=True,
-        extensions=["jinja2.ext.loopcontrols", GenerationTag],
-        loader=FileSystemLoader(str(data_dir("templates"))),
-        keep_trailing_newline=False,
-    )
-    env.filters["tojson"] = tojson
-    env.globals["raise_exception"] = raise_exception
-    env.globals["strftime_now"] = strftime_now
-    return env
+    loader = FileSystemLoader(str(data_dir("templates")))
+    return _configured(ChatTemplateEnvironment(loader=loader, **_OPTIONS), metered=True)
+
+
+@lru_cache(maxsize=1)
+def shipped_environment() -> SandboxedEnvironment:
+    """The environment bosun's own templates run in: the same, without the meter."""
+    loader = FileSystemLoader(str(data_dir("templates")))
+    return _configured(ShippedTemplateEnvironment(loader=loader, **_OPTIONS), metered=False)
+
+
+@lru_cache(maxsize=1)
+def shipped_sources() -> frozenset[str]:
+    """The text of every template bosun ships: a source that is one of them is bosun's
+    own code, wherever it came from (a GGUF may embed bosun's chatml, too)."""
+    folder = data_dir("templates")
+    return frozenset(p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.jinja")))
 
 
 @lru_cache(maxsize=64)
 def compile_template(source: str) -> Template:
-    """Compile once per distinct source; raises jinja2.TemplateError on bad syntax."""
+    """Compile once per distinct source; raises jinja2.TemplateError on bad syntax. A
+    template bosun ships runs as it is; any other is metered."""
+    if source in shipped_sources():
+        return shipped_environment().from_string(source)
     return environment().from_string(source)

@@ -40,20 +40,24 @@ from agent.protocol.dialect import Dialect, to_template_messages
 from agent.protocol.gguf import GGUFInfo, read_gguf
 from agent.protocol.jinja_env import compile_template
 from agent.protocol.routing import Adaptation
+from agent.protocol.template_bounds import TemplateBoundsError, TemplateRenderError, refused
 from agent.protocol.template_facts import SAMPLE_ARGUMENTS, SAMPLE_TOOL, template_facts
 from agent.resources import template_path
+from agent.untrusted import visible
 from drivers.bundled import BUNDLED, ready_path
 
 ModelKind = Literal["gguf", "bundled", "scripted", "openai", "name"]
 # The call markup of each shipped template.
 
 
-class TemplateRenderError(RuntimeError):
-    """A chat template failed to render (a harness or template problem, not the model's)."""
+_LINE = 300  # characters of an error's text in a one-line message
 
 
 def one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
+    """`exc` as one line for a terminal: a template's own error text is the model file's
+    words, so it is shortened and its control characters are shown, not sent."""
+    text = " ".join(str(exc)[: _LINE * 4].split()) or type(exc).__name__
+    return visible(text if len(text) <= _LINE else text[: _LINE - 1] + "…")
 
 
 @dataclass(frozen=True)
@@ -120,9 +124,11 @@ class ModelProfile:
                     call_example=self.call_example,  # read by bosun's shipped templates
                 )
             )
+        except TemplateBoundsError as exc:
+            raise refused(self.template_origin, self.model, str(exc)) from None
         except Exception as exc:  # any failure inside a template is the template's problem
             raise TemplateRenderError(
-                f"chat template {self.template_origin} failed to render: {one_line(exc)}"
+                f"chat template {visible(self.template_origin)} failed to render: {one_line(exc)}"
             ) from exc
 
     @property
@@ -249,7 +255,7 @@ def _compiled(source: str, origin: str) -> Template:
     try:
         return compile_template(source)
     except TemplateError as exc:
-        msg = f"chat template {origin} does not compile: {one_line(exc)}"
+        msg = f"chat template {visible(origin)} does not compile: {one_line(exc)}"
         raise TemplateRenderError(msg) from None
 
 
@@ -341,6 +347,8 @@ def _resolve(src: ModelSource, forced: bool = False) -> ModelProfile:
     rule = match(src.name, src.architecture, src.general_name)
     own = src.chat_template
     own_facts = template_facts(own, src.bos_token, src.eos_token) if own else None
+    if own_facts is not None and own_facts.exceeded:
+        raise refused(src.template_origin or "given", src.spec, own_facts.exceeded)
     hint = routing.format_hint(rule, own, own_facts)
     adaptations: list[Adaptation] = []
     shipped = None if forced else routing.shipped_choice(rule, own_facts, hint, adaptations)
@@ -397,6 +405,7 @@ __all__ = [
     "Adaptation",
     "ModelProfile",
     "ModelSource",
+    "TemplateBoundsError",
     "TemplateRenderError",
     "bundled_models",
     "describe",

@@ -6,7 +6,9 @@ reply starts inside a reasoning block. Reading those off rendered probes, rather
 off a list of model names, routes a fine-tune or a renamed GGUF the same way as the
 original, and a new family needs no code as long as its markup is one bosun parses.
 Everything here runs once per template source (cached) and never raises: a template
-that fails a probe simply tells us less.
+that fails a probe simply tells us less. All the probes of one template share one meter
+(`agent.protocol.template_bounds`): a template that goes past a bound is reported in
+`exceeded`, after costing the bound once, and the profile refuses it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from agent.history import Assistant, AssistantToolUse, Message, System, ToolCall
 from agent.parsing.formats import REASONING_PAIRS, REGISTRY, format_of_markup
 from agent.protocol.dialect import FALLBACK, Dialect, probe, reasoning_fields, to_template_messages
 from agent.protocol.jinja_env import compile_template
+from agent.protocol.template_bounds import TemplateBoundsError, metered
 
 SAMPLE_TOOL = "example_tool"
 SAMPLE_ARGUMENTS = {"example_argument": "value"}
@@ -59,6 +62,7 @@ class TemplateFacts:
     reasoning: tuple[str, str] | None = None  # (open, close) around reasoning
     preopens: bool = False  # the generation prompt ends inside an open reasoning block
     end_of_turn: str = ""  # the marker printed after an assistant turn
+    exceeded: str = ""  # the bound the template went past, if it did
 
     @property
     def usable(self) -> bool:
@@ -125,9 +129,22 @@ def _shaped(history: list[Message], dialect: Dialect) -> list[dict[str, Any]]:
 @lru_cache(maxsize=64)
 def template_facts(source: str, bos: str = "", eos: str = "") -> TemplateFacts:
     """Probe `source` (cached per source and bos/eos)."""
+    with metered() as meter:
+        try:
+            facts = _probe(source, bos, eos)
+        except Exception as exc:  # a bound met outside a probe (compiling the source)
+            facts = TemplateFacts(error=f"does not compile: {' '.join(str(exc).split())}")
+    if meter.exceeded:
+        return TemplateFacts(error=meter.exceeded, dialect=FALLBACK, exceeded=meter.exceeded)
+    return facts
+
+
+def _probe(source: str, bos: str, eos: str) -> TemplateFacts:
     try:
         compiled = compile_template(source)
     except Exception as exc:  # a syntax error, or anything else Jinja raises
+        if isinstance(exc, TemplateBoundsError):
+            raise
         return TemplateFacts(error=f"does not compile: {' '.join(str(exc).split())}")
     render = _renderer(compiled, bos, eos)
     dialect = probe(lambda m, t: render(m, t, True))

@@ -18,7 +18,8 @@ the rest of the system, `/dev` holds only the usual devices, and no capability i
 that could remount any of it. Mapping to an unprivileged uid would need idmapped
 mounts for the workspace to stay writable, which bwrap does not make.
 
-Processes, CPU time and file size are limited. RLIMIT_NPROC does not bind uid 0 (the
+Processes, CPU time, file size and each process's memory (RLIMIT_DATA) are limited; a
+memory cgroup for a call's total is not made (yet). RLIMIT_NPROC does not bind uid 0 (the
 kernel exempts root however its capabilities are set, in a user namespace too), so for
 root the process limit is a per-call `pids` cgroup where one can be made; the shape of
 one call (cgroup, the `.git` placeholder, explaining a refusal) is in `sandbox_run`.
@@ -47,6 +48,11 @@ MAX_PROCESSES = 512  # tasks (threads count too), the sandbox's own two included
 CPU_SECONDS = 600  # per process: as long as the longest timeout a call may have
 MAX_FILE_BYTES = 2 << 30
 TMPFS_BYTES = 1 << 30  # each of /tmp and the home folder
+# Heap and other private writable memory of one process (RLIMIT_DATA): a compiler or a
+# test run stays far below it, a runaway allocation meets MemoryError / ENOMEM instead
+# of the host's OOM killer. Not RLIMIT_AS: Go, Java and V8 reserve address space they
+# never touch, and would fail to start under any useful cap of it.
+MEMORY_BYTES = 8 << 30
 SMALL_TMPFS_BYTES = 16 << 20  # /run
 SHM_BYTES = 256 << 20
 PROBE_TIMEOUT_S = 10
@@ -71,6 +77,7 @@ class SandboxPolicy:
     max_processes: int = MAX_PROCESSES
     cpu_seconds: int = CPU_SECONDS
     max_file_bytes: int = MAX_FILE_BYTES
+    memory_bytes: int = MEMORY_BYTES
     tmpfs_bytes: int = TMPFS_BYTES
     process_limit: ProcessLimit = "rlimit"
     cgroup_base: Path | None = None  # where per-call pids cgroups go (process_limit cgroup)
@@ -139,7 +146,8 @@ def _limits(policy: SandboxPolicy) -> str:
     sandbox once the user namespace exists, and set before bwrap it would be checked
     against every process of the user on the machine."""
     blocks = max(1, policy.max_file_bytes // 1024)  # bash counts -f in 1024-byte blocks
-    limits = f"ulimit -t {policy.cpu_seconds} -f {blocks}"
+    memory = max(1, policy.memory_bytes // 1024)  # -d counts kilobytes
+    limits = f"ulimit -t {policy.cpu_seconds} -f {blocks} -d {memory}"
     if policy.process_limit == "rlimit":
         limits += f" -u {process_cap(policy)}"
     return limits

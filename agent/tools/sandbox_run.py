@@ -169,6 +169,8 @@ def refusal_note(output: str, status: int | None, policy: SandboxPolicy) -> str 
         why.append(f"a file may grow to {policy.max_file_bytes // mb} MB")
     if "cpu time limit exceeded" in text or status == 128 + signal.SIGXCPU:
         why.append(f"a process may use {policy.cpu_seconds} s of CPU time")
+    if "memoryerror" in text or "cannot allocate memory" in text or "out of memory" in text:
+        why.append(f"a process may use {policy.memory_bytes // mb} MB of memory")
     if any(s in text for s in _FORK):
         why.append(f"at most {policy.max_processes} processes")
     if "no space left on device" in text:

@@ -49,6 +49,7 @@ from agent.untrusted import visible
 from drivers.bundled import pending_assembly
 
 REPLAY_MESSAGES = 6
+REPLAY_CHARS = 4000  # of one resumed message: a 4 MB one would flood the scrollback
 _ANSWERS: dict[str, Approval] = {"y": "yes", "n": "no", "a": "always"}
 
 
@@ -191,9 +192,9 @@ class Repl:
         self.say(f"resumed: {len(messages)} messages; the last {len(shown)}:")
         for message in shown:
             if isinstance(message, User):
-                self.console.print(Text("> " + visible(message.content), style="bold"))
+                self.console.print(Text("> " + _clipped(message.content), style="bold"))
             elif isinstance(message, Assistant):
-                self.console.print(Markdown(visible(message.content)))
+                self.console.print(Markdown(_clipped(message.content)))
             elif isinstance(message, AssistantToolUse):
                 c = message.call
                 call = ev.ToolCallEvent(c.id, c.name, c.arguments, c.salvaged)
@@ -374,3 +375,11 @@ def chat_command(
         return repl.loop()
     finally:
         repl.close()
+
+
+def _clipped(text: str) -> str:
+    """A resumed message as the replay shows it: escapes shown, at most REPLAY_CHARS."""
+    if len(text) <= REPLAY_CHARS:
+        return visible(text)
+    rest = len(text) - REPLAY_CHARS
+    return visible(text[:REPLAY_CHARS]) + f"\n… ({rest:,} more characters not shown)"

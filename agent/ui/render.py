@@ -80,6 +80,26 @@ def _one_line(value: Any, width: int) -> str:
     return text if len(text) <= width else text[: max(1, width - 1)] + "…"
 
 
+def _lines(value: str, width: int, keep: int = 4) -> Text:
+    """A multi-line argument no diff shows (a shell command), as the user must read it
+    before saying yes: runs of blank lines folded, and of a long one its first and last
+    `keep` lines, so padding can push neither its start nor its end out of sight."""
+    rows: list[str] = []
+    blank = 0
+    for line in value.splitlines():
+        if not line.strip():
+            blank += 1
+            continue
+        if blank and rows:
+            rows.append(f"⋮ ({blank} blank line{'s' if blank != 1 else ''})")
+        blank = 0
+        rows.append(line)
+    if len(rows) > 2 * keep + 1:
+        rows = [*rows[:keep], f"⋮ ({len(rows) - 2 * keep} more lines)", *rows[-keep:]]
+    shown = (visible(r) for r in rows)
+    return Text("\n".join(r if len(r) <= width else r[: max(1, width - 1)] + "…" for r in shown))
+
+
 def _size(text: str) -> str:
     n = len(text.encode())
     return f"{n} bytes" if n < 10_000 else f"{n / 1024:.1f} KiB"
@@ -211,12 +231,16 @@ class Renderer:
         the spinner while the call runs (a question about it stops the spinner first)."""
         width = max(20, self.console.width - 8)
         body = Text()
+        diff = self.preview(event.name, event.arguments) if preview else None
         for i, (key, value) in enumerate(event.arguments.items()):
             body.append(("\n" if i else "") + f"{visible(key)}: ", style="bold")
-            body.append(_one_line(value, width - len(key) - 2))
+            if isinstance(value, str) and "\n" in value.strip() and not diff:
+                body.append("\n")
+                body.append(_lines(value, width - 2))
+            else:
+                body.append(_one_line(value, width - len(key) - 2))
         title = visible(event.name) + (" (salvaged)" if event.salvaged else "")
         parts: list[RenderableType] = [body] if event.arguments else [Text("(no arguments)")]
-        diff = self.preview(event.name, event.arguments) if preview else None
         if diff:
             parts.append(diff_text(diff))
         self.console.print(

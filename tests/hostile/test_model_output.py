@@ -194,3 +194,35 @@ def test_a_gemma4_list_closed_by_a_brace_is_malformed_not_a_hang(body: str) -> N
 
     (item,) = gemma4(body, True)
     assert isinstance(item, str) and "malformed" in item
+
+
+# -- size: one reply is bounded before anything parses it whole ----------------------
+
+
+def _fifty_megabyte_call(workspace: Path, chunked: bool) -> dict[str, object]:
+    call = tool_call("write_file", path="big.txt", content="x" * 50_000_000)
+    step: dict[str, object] = {"completion": call}
+    if chunked:  # as a server streams it: 1 MB at a time
+        step["chunks"] = [call[i : i + 1_000_000] for i in range(0, len(call), 1_000_000)]
+    agent, driver, _ = make_agent([step, "ok"], workspace)
+    del call, step
+    result = agent.run("write it")
+    second = driver.calls[1].prompt if len(driver.calls) > 1 else ""
+    return {
+        "status": str(result.status),
+        "written": (workspace / "big.txt").exists(),
+        "told": "was cut off there" in second,
+        "prompt_chars": len(second),
+    }
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["one-piece", "streamed"])
+def test_a_50_mb_argument_is_cut_off_not_parsed(workspace: Path, chunked: bool) -> None:
+    from agent.loop.turn import MAX_REPLY_CHARS
+    from tests.hostile.contain import contained
+
+    # Before the bound the run took 6 GB; the input alone is about 150 MB of copies here.
+    out = contained(lambda: _fifty_megabyte_call(workspace, chunked), seconds=60, memory_mb=900)
+    assert not out.error and not out.timed_out and not out.died, out
+    assert out.value["written"] is False and out.value["told"] is True, out
+    assert out.value["prompt_chars"] < 2 * MAX_REPLY_CHARS, out

@@ -91,3 +91,31 @@ def test_the_chat_renderer_shows_escapes() -> None:
     render(ev.RunFinished("done", 1, 1, 0, 0, 0, 0, ""))
     assert isinstance(console.file, io.StringIO)
     clean(console.file.getvalue())
+
+
+def test_a_command_padded_with_lines_shows_its_start_and_its_end() -> None:
+    console = Console(file=io.StringIO(), width=80, force_terminal=False, color_system=None)
+    render = Renderer(console, lambda name, args: None)
+    padded = "echo harmless" + "\n" * 500 + "\n".join(f": {i}" for i in range(300)) + "\nrm -rf ~"
+    render.tool_call(ev.ToolCallEvent("c1", "bash", {"command": padded}, False), running=False)
+    assert isinstance(console.file, io.StringIO)
+    shown = console.file.getvalue()
+    assert "echo harmless" in shown and "rm -rf ~" in shown
+    assert "499 blank lines" in shown and "more lines" in shown
+    assert shown.count("\n") < 20  # fits on the screen above the question
+
+
+def test_a_resumed_4_mb_message_is_shown_clipped() -> None:
+    from types import SimpleNamespace
+
+    from agent.history import Assistant, User
+    from agent.ui.app import Repl
+
+    console = Console(file=io.StringIO(), width=80, force_terminal=False, color_system=None)
+    fake = SimpleNamespace(console=console, renderer=Renderer(console, lambda name, args: None))
+    fake.say = lambda message, style="dim": console.print(message)
+    Repl.replay(fake, [User("a" * 4_000_000), Assistant("b\x1b[2J" * 1_000_000)])  # type: ignore[arg-type]
+    assert isinstance(console.file, io.StringIO)
+    shown = console.file.getvalue()
+    assert len(shown) < 20_000 and shown.count("more characters not shown") == 2
+    clean(shown)

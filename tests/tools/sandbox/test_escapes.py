@@ -328,3 +328,15 @@ def test_a_fork_bomb_is_bounded_and_the_machine_stays_responsive(
     assert slowest < 3, f"the machine took {slowest:.1f} s to run `true` during the bomb"
     assert result.is_error and "timed out after 4 s" in result.content
     assert f"at most {small.max_processes} processes" in result.content
+
+
+def test_a_process_cannot_allocate_past_the_memory_limit(
+    sandboxed: SandboxTool, small: SandboxPolicy
+) -> None:
+    limited = replace(small, memory_bytes=256 << 20)
+    fits = "python3 -c 'print(len(bytearray(64 << 20)))'"
+    grab = "python3 -c 'print(len(bytearray(512 << 20)))'"
+    result = sandboxed("bash", command=f"{fits}; {grab}", policy=limited)
+    assert str(64 << 20) in result.content  # what fits still runs
+    assert "MemoryError" in result.content and str(512 << 20) not in result.content
+    assert NOTE in result.content and "256 MB of memory" in result.content
