@@ -95,6 +95,16 @@ class Diagnostic(AgentEvent):
 
 
 @dataclass(frozen=True)
+class ReplyProblem(Diagnostic):
+    """A problem with the model's reply, in the words bosun sends back to the model
+    ("your tool call was cut off …"). The same `diagnostic` line in JSONL; a person is
+    shown it as what the model was told, not as if it were said to them."""
+
+    def for_person(self) -> str:
+        return f"the model's reply had a problem; it was told: {self.message}"
+
+
+@dataclass(frozen=True)
 class TurnFinished(AgentEvent):
     type: ClassVar[str] = "turn"
     prompt_tokens: int

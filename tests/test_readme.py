@@ -1,19 +1,38 @@
-"""The README's first command, run as written (minus the install), on the real model."""
+"""The README's commands, run as written: its first command (minus the install) on the
+real model, and every command of its "Using it" block, as a user would type it, doing
+what its comment says: an exit code and one line of output each.
+
+The README is parsed here, so an example added there without a case below fails
+`test_every_usage_line_has_a_case`. Placeholders become real things: `…` a prompt,
+`ID` the id of a session made first, `~/src/proj` a copy of examples/hello, the served
+model a real llama-cpp-python server on the bundled model; `bosun chat` runs in a real
+terminal (tmux). Only `contracts check --mutate` is narrowed, to one small contract:
+the whole set takes ten minutes and CI runs it anyway.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import re
 import shlex
+import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-pytest.importorskip("llama_cpp")
-pytestmark = pytest.mark.model
+from agent.session import sessions_dir
 
 REPO = Path(__file__).resolve().parent.parent
+README = REPO / "README.md"
+PROMPT = "Read the file README.md and summarise it."
+CALC = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
 
 
 def first_command() -> list[str]:
@@ -28,6 +47,7 @@ def first_command() -> list[str]:
     return [sys.executable, "-m", "agent", *argv[1:]]
 
 
+@pytest.mark.model
 def test_the_readme_first_command_completes_a_task(bosun_home: Path) -> None:
     proc = subprocess.run(
         [*first_command(), "--output", "jsonl"],
@@ -44,3 +64,193 @@ def test_the_readme_first_command_completes_a_task(bosun_home: Path) -> None:
     result = events[-1]
     assert result["type"] == "result" and result["status"] == "done"
     assert result["final_text"].strip()
+
+
+def usage_lines() -> list[str]:
+    """The commands of the first ```sh block under "## Using it", comments cut off."""
+    text = README.read_text(encoding="utf-8")
+    section = text.split("## Using it", 1)[1]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    lines = [re.split(r"\s+#\s", line, maxsplit=1)[0].strip() for line in block.splitlines()]
+    return [line for line in lines if line]
+
+
+@dataclass(frozen=True)
+class Case:
+    """How one README line is run here: `argv` after `bosun` ({ws}, {id}, {url} filled
+    in), what is piped into it, the exit code and a fragment of stdout + stderr."""
+
+    argv: tuple[str, ...]
+    code: int = 0
+    shows: str = ""
+    stdin: str | None = None
+    terminal: bool = False  # `bosun chat …`: in tmux
+
+
+SMALL_CONTRACT = str(REPO / "contracts" / "special-tokens-v1.yaml")
+
+CASES: dict[str, tuple[Case, ...]] = {
+    "bosun chat": (Case(("chat",), terminal=True),),
+    "bosun chat --continue": (Case(("chat", "--continue"), terminal=True, shows="resumed"),),
+    "bosun chat --resume": (Case(("chat", "--resume"), terminal=True, shows="resumed"),),
+    "bosun chat -y": (Case(("chat", "-y"), terminal=True, shows="auto"),),
+    'bosun run "Add a --verbose flag to cli.py" --workspace ~/src/proj --approve auto-edit': (
+        Case(
+            (
+                "run",
+                "Add a --verbose flag to cli.py",
+                "--workspace",
+                "{ws}",
+                "--approve",
+                "auto-edit",
+                "--max-turns",
+                "4",
+            ),
+            code=-1,
+        ),
+    ),
+    "bosun run - < task.txt": (Case(("run", "-"), stdin=PROMPT, shows="→ read_file("),),
+    'cat calc.py | bosun run "Summarise this"': (
+        Case(("run", "Summarise this"), stdin=CALC),
+    ),
+    'bosun run "…" --output jsonl': (
+        Case(("run", PROMPT, "--output", "jsonl"), shows='"type": "result"'),
+    ),
+    'bosun run "…" --trace calls.jsonl': (
+        Case(("run", PROMPT, "--trace", "calls.jsonl"), shows="→ read_file("),
+    ),
+    "bosun run --tasks tasks.jsonl --jobs 4": (
+        Case(("run", "--tasks", "tasks.jsonl", "--jobs", "4"), shows='"task"'),
+    ),
+    'bosun run "…" --model openai:http://127.0.0.1:8080/v1#qwen3-coder': (
+        Case(("run", PROMPT, "--model", "openai:{url}#smollm2-135m")),
+    ),
+    "bosun models": (Case(("models",), shows="smollm2-135m"),),
+    "bosun render --session ID": (Case(("render", "--session", "{id}"), shows="README.md"),),
+    "bosun render": (Case(("render",), shows="a coding agent working in"),),
+    "bosun sessions list | show ID [--json]": (
+        Case(("sessions", "list"), shows="{id}"),
+        Case(("sessions", "show", "{id}"), shows="README.md"),
+        Case(("sessions", "show", "{id}", "--json"), shows='"kind"'),
+    ),
+    "bosun config": (Case(("config",), shows="approve"),),
+    "bosun mcp list": (Case(("mcp", "list"), shows="no MCP servers"),),
+    "bosun contracts check --mutate": (
+        Case(("contracts", "check", "--mutate", SMALL_CONTRACT), shows="mutant(s) killed"),
+    ),
+    "bosun selftest": (Case(("selftest",), shows="ok"),),
+}
+
+
+def test_every_usage_line_has_a_case() -> None:
+    lines = usage_lines()
+    assert len(lines) >= 15, lines
+    assert sorted(lines) == sorted(CASES), set(lines) ^ set(CASES)
+
+
+# --- running them ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def place(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """One folder the whole README runs in: examples/hello with calc.py, a tasks file,
+    a session made by the first command, and the served model's URL once it is up."""
+    root = tmp_path_factory.mktemp("readme")
+    ws = root / "proj"
+    shutil.copytree(REPO / "examples" / "hello", ws)
+    (ws / "calc.py").write_text(CALC, encoding="utf-8")
+    (ws / "cli.py").write_text("import sys\n\nprint(sys.argv[1:])\n", encoding="utf-8")
+    tasks = [{"id": f"t{i}", "prompt": PROMPT, "approve": "read-only"} for i in range(2)]
+    (ws / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    yield {"ws": str(ws), "home": str(root / "home")}
+
+
+def bosun(place: dict[str, str], case: Case, **extra: str) -> subprocess.CompletedProcess[str]:
+    values = {**place, **extra}
+    argv = [arg.format(**values) for arg in case.argv]
+    env = {**os.environ, "BOSUN_HOME": place["home"], "NO_COLOR": "1", "COLUMNS": "120"}
+    return subprocess.run(
+        [sys.executable, "-m", "agent", *argv],
+        cwd=place["ws"],
+        input=case.stdin if case.stdin is not None else "",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+
+
+def first_session(place: dict[str, str]) -> str:
+    """The id of a session in the workspace, made by a `bosun run` if there is none."""
+    os.environ["BOSUN_HOME"] = place["home"]  # sessions_dir() reads it
+    found = sorted(sessions_dir().glob("*.jsonl"))
+    if not found:
+        made = bosun(place, Case(("run", PROMPT, "--approve", "read-only")))
+        assert made.returncode == 0, made.stdout + made.stderr
+        found = sorted(sessions_dir().glob("*.jsonl"))
+    return found[0].stem
+
+
+HEADLESS = [line for line, cases in CASES.items() if not cases[0].terminal]
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("line", HEADLESS)
+def test_a_readme_command_runs_as_written(
+    line: str, place: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("BOSUN_HOME", place["home"])
+    extra = {"id": first_session(place)}
+    served = contextlib.nullcontext("")
+    if "openai:" in line:
+        from tests.openai_servers import llama_server
+
+        served = llama_server(tmp_path / "server.log")
+    with served as url:
+        outs = [(case, bosun(place, case, url=url, **extra)) for case in CASES[line]]
+    for case, out in outs:
+        said = out.stdout + out.stderr
+        if case.code >= 0:
+            assert out.returncode == case.code, f"{line}: exit {out.returncode}\n{said[-3000:]}"
+        else:  # what a 135M model makes of a real change is its own: any ordinary end
+            assert out.returncode in (0, 3, 4), f"{line}: exit {out.returncode}\n{said[-3000:]}"
+        assert "Traceback" not in said and "internal error" not in said, said[-3000:]
+        if case.argv[0] == "run" and "--tasks" not in case.argv and "jsonl" not in case.argv:
+            assert out.stdout.strip(), f"{line}: no answer on stdout\n{said[-3000:]}"
+        wanted = case.shows.format(**{**place, **extra})
+        assert wanted in said, f"{line}: {wanted!r} not in\n{said[-3000:]}"
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("line", [line for line in CASES if line not in HEADLESS])
+def test_a_readme_chat_command_opens_and_closes(
+    line: str, place: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.ui.tmux import TMUX, Terminal, prompt_ready
+
+    if TMUX is None:
+        pytest.skip("tmux is not installed")
+    monkeypatch.setenv("BOSUN_HOME", place["home"])
+    first_session(place)
+    [case] = CASES[line]
+    terminal = Terminal(Path(place["home"]), width=110, height=35)
+    try:
+        # in the workspace, as typed there: chat's own cwd is the workspace
+        args = [*case.argv[1:], "--workspace", place["ws"]]
+        terminal.start(*args)
+        if "--resume" in args:
+            terminal.wait_for("Resume which", 120)
+            time.sleep(0.6)
+            terminal.send("Enter")
+        screen = terminal.wait_for(prompt_ready, 120)
+        assert case.shows in screen, screen
+        terminal.send("C-d")
+        terminal.wait_for("[exit 0]", 30)
+    finally:
+        terminal.close()
+
+
+def test_the_readme_is_parsed_from_its_own_block() -> None:
+    """The parser cuts comments at ` # ` only: a `#` inside a URL stays."""
+    assert any("#qwen3-coder" in line for line in usage_lines())
+    assert all(shlex.split(line.replace("…", "x"))[0] in ("bosun", "cat") for line in usage_lines())

@@ -38,7 +38,7 @@ class BosunApp(typer.Typer):
             code = EXIT_USAGE
         except click_exc.UsageError as exc:
             cmd = exc.ctx.command_path if exc.ctx else "bosun"
-            fail(f"{exc.format_message()} (see '{cmd} --help')", EXIT_USAGE)
+            fail(f"{usage_message(exc)} (see '{cmd} --help')", EXIT_USAGE)
         except click_exc.ClickException as exc:
             fail(exc.format_message(), 1)
         except UsageError as exc:
@@ -52,6 +52,25 @@ class BosunApp(typer.Typer):
                 raise
             fail(f"internal error: {type(exc).__name__}: {exc} (BOSUN_DEBUG=1 shows more)", 1)
         sys.exit(code if isinstance(code, int) else 0)
+
+
+def usage_message(exc: click_exc.UsageError) -> str:
+    """click's message, in bosun's words: an unknown option suggests only options that
+    are plainly a typo of it (`--aprove`, not `--ablate` for `--frobnicate`), and a bad
+    value says what it is and what it may be, without the library's own phrasing."""
+    import difflib
+
+    if isinstance(exc, click_exc.NoSuchOption):
+        name = exc.option_name
+        close = [
+            p
+            for p in exc.possibilities or ()
+            if difflib.SequenceMatcher(None, name.lstrip("-"), p.lstrip("-")).ratio() >= 0.7
+        ]
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        return f"no such option: {name}{hint}"
+    message = exc.format_message()
+    return message.replace("Value error, ", "")
 
 
 _OPTIONAL_VALUE = {"--resume": PICK}

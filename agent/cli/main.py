@@ -210,10 +210,11 @@ def run(
         fail("give a PROMPT ('-' reads it from stdin) or --tasks FILE", EXIT_USAGE)
     from agent.cli.piped import piped_text, prompt_from_stdin, with_piped
 
-    prompt = prompt_from_stdin() if prompt == "-" else with_piped(prompt, piped_text())
+    piped = None if prompt == "-" else piped_text()
+    prompt = prompt_from_stdin() if prompt == "-" else with_piped(prompt, piped)
     if not prompt.strip():
         fail("the prompt is empty", EXIT_USAGE)
-    raise typer.Exit(run_once(settings, prompt))
+    raise typer.Exit(run_once(settings, prompt, attached=bool(piped and piped.strip())))
 
 
 @app.command()

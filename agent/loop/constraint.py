@@ -2,8 +2,9 @@
 
 Small models call tools reliably only under a grammar, and the grammar can also steer
 them out of the two ruts they fall into: answering a fresh request from imagination
-(so a fresh request must start with a tool call) and repeating a call whose result they
-already have (so after such a repeat the next reply must be an answer).
+(so a fresh request must start with a tool call, unless it brings its material along:
+piped text, attached files) and repeating a call whose result they already have (so
+after such a repeat the next reply must be an answer).
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def constraint_for(
     kinds = {name: tool.kind for name in tools.names if (tool := tools.get(name)) is not None}
 
     def pick(history: Sequence[Message]) -> str | None:
-        if history and isinstance(history[-1], User):
+        if history and isinstance(history[-1], User) and not history[-1].attached:
             return first
         return answer if repeats_unchanged_call(history, kinds) else later
 

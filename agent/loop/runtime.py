@@ -35,7 +35,7 @@ from agent.protocol.profile import ModelProfile
 from agent.session import last_call_number
 from agent.tools.checkpoints import Checkpoints
 from agent.tools.orchestrator import INTERRUPTED_CALL, Gate, run_call
-from agent.tools.permissions import Approver
+from agent.tools.permissions import Approver, refused_run
 from agent.tools.registry import ToolRegistry
 from drivers.base import Driver, Usage
 
@@ -45,6 +45,9 @@ if TYPE_CHECKING:
 __all__ = ["INTERRUPTED_CALL", "Agent", "RunState", "Seat"]
 
 AFTER_DECLINE = "Error: not run; the user declined an earlier call of this reply"
+AFTER_REDIRECT = (
+    "Error: not run; the user declined an earlier call of this reply and said what to do instead"
+)
 
 Constraint = Callable[[Sequence[Message]], str | None]
 
@@ -156,8 +159,9 @@ class Agent:
         """The tools the user answered "always" for (until the mode changes)."""
         return frozenset(self.gate.always or ())
 
-    def run(self, prompt: str) -> ev.RunFinished:
-        """One user request, to the end; always emits and returns its RunFinished."""
+    def run(self, prompt: str, *, attached: bool = False) -> ev.RunFinished:
+        """One user request, to the end; always emits and returns its RunFinished.
+        `attached`: the prompt carries its material (see `User.attached`)."""
         start = time.perf_counter()
         # Budgets guard one request: counters start afresh, while history, call ids and
         # "always" answers stay. `cancel` belongs to whoever stops the run (a chat clears
@@ -167,7 +171,7 @@ class Agent:
         if self.checkpoints is not None:
             self.checkpoints.new_request()
         try:
-            self.add(User(prompt))
+            self.add(User(prompt, attached))
             while not self.cancel.is_set():
                 stopped = self.budget.exceeded(
                     state.turns, state.tool_calls, state.recent_calls, state.format_errors
@@ -186,7 +190,7 @@ class Agent:
         elif state.declined:
             status = Status.DECLINED
         elif status == Status.DONE and state.refused and not state.ran:
-            status, error = Status.REFUSED, "every tool call needed an approval nobody could give"
+            status, error = Status.REFUSED, refused_run(self.gate.approve)
         ms = round((time.perf_counter() - start) * 1000)
         result = ev.RunFinished.of(status, state, ms, state.final_text, error)
         self.emit(result)
@@ -267,7 +271,7 @@ class Agent:
         if self.cancel.is_set():
             return False
         for message in reply.diagnostics:
-            self.emit(ev.Diagnostic(message))
+            self.emit(ev.ReplyProblem(message))
         if not reply.calls:
             if not reply.diagnostics:
                 return False
@@ -280,17 +284,20 @@ class Agent:
                 self.add(AssistantToolUse(call))
             self.emit(ev.ToolCallEvent(call.id, call.name, call.arguments, call.salvaged))
         cap = self.budget.max_tool_calls
+        redirected = False  # a "no, do this instead": the reply's other calls wait
         for call in reply.calls:
             # Every call in history gets its result, or the next prompt is invalid.
             if self.cancel.is_set():
                 result = ToolResult(call.id, INTERRUPTED_CALL, True)
             elif state.declined:
                 result = ToolResult(call.id, AFTER_DECLINE, True)
+            elif redirected:
+                result = ToolResult(call.id, AFTER_REDIRECT, True)
             elif state.tool_calls >= cap:  # a reply may hold more calls than allowed
                 why = f"Error: not run; the budget of {cap} tool calls is used up"
                 result = ToolResult(call.id, why, True)
             else:
-                result = self._execute(call)
+                result, redirected = self._execute(call)
                 if self.compactor is not None:  # cut on the way in: it must fit
                     result = self.compactor.cap(result, self.history, self.tools.specs())
                 state.tool_calls += 1
@@ -299,8 +306,9 @@ class Agent:
             self.emit(ev.ToolResultEvent(call.id, result.is_error, result.content))
         return not state.declined  # a "no" hands control back to the user
 
-    def _execute(self, call: ToolCall) -> ToolResult:
-        """The call through the tools' gate (agent.tools.orchestrator); counted here."""
+    def _execute(self, call: ToolCall) -> tuple[ToolResult, bool]:
+        """The call through the tools' gate (agent.tools.orchestrator); counted here.
+        True with it: the user declined it and said what to do instead."""
         outcome = run_call(
             call, self.tools, self.workspace, self.gate, self.checkpoints, self.cancel.hard_stop
         )
@@ -310,4 +318,4 @@ class Agent:
         state.ran += outcome.ran
         if outcome.interrupted:
             self.cancel.set()
-        return outcome.result
+        return outcome.result, outcome.redirected

@@ -166,6 +166,7 @@ class ChatSession:
             view = agent.compactor.view if agent.compactor is not None else None
             assembly = self.assembly
             agent.seat = seat_for(assembly.driver, assembly.profile, self.tools, settings, view)
+            self.stats.last = None  # the old model's speed is not the new one's
             self._emit(ev.SessionStarted(self.id, assembly.driver.model, str(self.workspace)))
         if settings.sandbox != old.sandbox:
             agent.sandbox = settings.sandbox  # "always" answers are reset with it
@@ -205,9 +206,11 @@ class ChatSession:
             self.stats.context_used = compactor.size(self.history, self.tools.specs())
         return stored
 
-    def send(self, prompt: str) -> ev.RunFinished:
+    def send(self, prompt: str, *, attached: bool = False) -> ev.RunFinished:
         """One user request. Ctrl-C stops it cleanly (agent.cancel); the history left
-        behind is always one a model can be shown again."""
+        behind is always one a model can be shown again. `attached`: the prompt carries
+        its material (files); `!command` output waiting in `pending` counts too."""
+        attached = attached or bool(self.pending)
         if self.pending:
             prompt = "\n\n".join([*self.pending, prompt])
             self.pending.clear()
@@ -216,7 +219,7 @@ class ChatSession:
         result: ev.RunFinished | None = None
         try:
             with cancel.on_sigint():
-                result = self.agent.run(prompt)
+                result = self.agent.run(prompt, attached=attached)
         except KeyboardInterrupt:  # a second Ctrl-C landed outside the loop
             pass
         self._answer(unanswered_calls(self.history), INTERRUPTED_CALL)
@@ -247,14 +250,23 @@ class ChatSession:
         assert self.agent.checkpoints is not None  # set in __init__ and on every start
         return self.agent.checkpoints
 
-    def compact(self) -> bool:
-        """`/compact`: as small as it goes now; False when there was nothing to do."""
+    def compact(self) -> str:
+        """`/compact`: as small as it goes now; one line saying what it did, or which of
+        the two reasons there was for doing nothing."""
         compactor = self.agent.compactor
         if compactor is None:
-            return False
+            return "nothing to compact: the context size is unknown (give --context-size N)"
+        specs = self.tools.specs()
         before = len(compactor.view.stubs), compactor.view.cut
+        used = compactor.size(self.history, specs)
         self.agent.compact(force=True)
-        return (len(compactor.view.stubs), compactor.view.cut) != before
+        if (len(compactor.view.stubs), compactor.view.cut) == before:
+            return (
+                f"nothing to compact: the context holds {used:,} tokens, all of them your"
+                " latest request's or already folded"
+            )
+        now = self.stats.context_used = compactor.size(self.history, specs)
+        return f"compacted: {used:,} → {now:,} tokens"
 
     def next_prompt(self) -> str:
         """The exact bytes the next model call would send for the history so far."""

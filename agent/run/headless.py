@@ -44,8 +44,9 @@ def loading(model: str) -> AbstractContextManager[object]:
     return Console(stderr=True).status(f"loading {model} …", spinner="dots")
 
 
-def run_once(settings: Settings, prompt: str) -> int:
-    """One request, start to exit code (the result's status says which)."""
+def run_once(settings: Settings, prompt: str, *, attached: bool = False) -> int:
+    """One request, start to exit code (the result's status says which). `attached`:
+    the prompt carries piped text (`User.attached`)."""
     settings = settings.but(workspace=check_workspace(settings.workspace))
     trace = trace_writer(settings.trace) if settings.trace is not None else None
     printer: ev.Emit = JsonlPrinter() if settings.output == "jsonl" else TextPrinter()
@@ -62,7 +63,7 @@ def run_once(settings: Settings, prompt: str) -> int:
                 printer(result)
             else:
                 with agent.cancel.on_sigint():
-                    result = agent.run(prompt)
+                    result = agent.run(prompt, attached=attached)
         finally:
             log.close()
     if settings.output == "jsonl" and result.status == Status.ERROR and result.error:

@@ -62,7 +62,8 @@ class TextPrinter:
             else:
                 self.err.write(f"  ✓ {lines} line{'s' if lines != 1 else ''}\n")
         elif isinstance(event, ev.Diagnostic):
-            self.err.write(f"  ! {visible(event.message)}\n")
+            said = event.for_person() if isinstance(event, ev.ReplyProblem) else event.message
+            self.err.write(f"  ! {visible(said)}\n")
         elif isinstance(event, ev.Compaction):
             self.err.write(f"  · {event.line()}\n")
         elif isinstance(event, ev.RunFinished) and event.status != Status.DONE:

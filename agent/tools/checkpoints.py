@@ -78,6 +78,7 @@ class RequestFiles:
 class Undone:
     restored: list[str]  # put back, or deleted where bosun had created them
     not_saved: list[str]  # changed by bosun but never saved (too big, not a regular file)
+    removed: list[str] = field(default_factory=list)  # of `restored`: created, so deleted
 
 
 def _open_parent(root: Path, key: str, *, create: bool = False) -> tuple[int, str]:
@@ -129,6 +130,7 @@ class Checkpoints:
         self.workspace = workspace
         self.requests: list[RequestFiles] = []
         self.original: dict[str, Found] = {}  # as the session found each file
+        self.undone = 0  # requests put back so far (what "nothing to undo" says)
 
     def new_request(self) -> None:
         if not self.requests or self.requests[-1].before or self.requests[-1].too_big:
@@ -192,6 +194,11 @@ class Checkpoints:
         while self.requests and not (self.requests[-1].changed() or self.requests[-1].too_big):
             self.requests.pop()
         if not self.requests:
+            if self.undone:
+                raise UsageError(
+                    f"nothing more to undo: the {self.undone} request(s) of this session that"
+                    " changed files are undone already"
+                )
             raise UsageError("nothing to undo: bosun's file tools changed nothing yet")
         request = self.requests[-1]
         keys = request.changed()
@@ -215,10 +222,12 @@ class Checkpoints:
                 raise UsageError(f"cannot restore {key}: {why}{restored}") from None
             done.append(key)
         self.requests.pop()
+        self.undone += 1
         for key in done:
             if all(key not in t.before for t in self.requests):
                 self.original.pop(key, None)
-        return Undone(done, list(request.too_big))
+        removed = [key for key in done if request.before[key].content is None]
+        return Undone(done, list(request.too_big), removed)
 
     def _restore(self, key: str, saved: Found, expect: str) -> None:
         """Put `saved` back at `key`, checked once more through the same descriptor."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from agent.tools.confine import open_in_workspace, refuse_hardlinked, resolve_in_workspace
 from agent.tools.files import BINARY_SNIFF, is_binary, read_bytes
-from agent.tools.registry import ToolContext, ToolError, tool
+from agent.tools.registry import NO_CHANGES, ToolContext, ToolError, tool
 
 MAX_EDIT_BYTES = 4 * 1024 * 1024
 MAX_PREVIEW_LINES = 400
@@ -224,7 +224,7 @@ def unified_diff(path: str, change: Change) -> str:
     diff = list(difflib.unified_diff(before, after, fromfile, f"b/{path}"))
     lines = [ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in diff]
     if not lines:
-        return "(no changes)"
+        return NO_CHANGES
     extra = len(lines) - MAX_PREVIEW_LINES
     text = "".join(lines[:MAX_PREVIEW_LINES])
     return text + (f"… ({extra} more diff lines)\n" if extra > 0 else "")

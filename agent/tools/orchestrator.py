@@ -32,6 +32,7 @@ class Outcome:
     result: ToolResult
     ran: bool = False  # approved and executed
     declined: bool = False  # the user said no: the request ends after this reply
+    redirected: bool = False  # no, with what to do instead: the model goes on with that
     refused: bool = False  # the approval mode (or nobody to ask) kept it from running
     interrupted: bool = False  # Ctrl-C at the question or while the tool ran
 
@@ -66,6 +67,9 @@ def run_call(
     """Ask (where the mode says to), keep what a write would change, then run the tool.
     `running` wraps the execution (the loop makes Ctrl-C stop the tool at once there)."""
     tool = tools.get(call.name)
+    futile = tools.futile(call, ToolContext(workspace, gate.sandbox))
+    if futile is not None:  # known to fail or change nothing: the model hears it, unasked
+        return Outcome(ToolResult(call.id, futile, is_error=True))
     refused: str | None = None
     try:
         if tool is not None:
@@ -79,7 +83,8 @@ def run_call(
     if refused is not None:
         return Outcome(
             ToolResult(call.id, refused, is_error=True),
-            declined=refused.startswith(DECLINED),
+            declined=refused == DECLINED,
+            redirected=refused.startswith(DECLINED) and refused != DECLINED,
             refused=policy_refused(refused),
         )
     path = call.arguments.get("path")

@@ -87,19 +87,31 @@ def decision(
     return "ask"
 
 
-def how_to_allow(mode: str, kind: ToolKind) -> str:
-    """What the user can do about a call that needed approval where nobody can give it."""
+def how_to_allow(mode: str, kind: ToolKind, sandboxed: bool = False) -> str:
+    """What the user can do about a call that needed approval where nobody can give it:
+    only the modes that would let this very call run, each named once."""
     if kind == "mcp":
         return (
             "MCP tools ask unless their server has trusted = true in the user's config.toml;"
             " the user can set that or rerun with --approve auto"
         )
-    if mode == "auto-edit" and kind == "shell":
+    if kind == "shell" and not sandboxed:
         return (
-            "in auto-edit mode bash runs unasked only inside the sandbox, which is off here;"
-            " the user can rerun with --sandbox on (needs bubblewrap) or --approve auto"
+            "bash runs unasked only inside the sandbox, which is off here, or with"
+            " --approve auto; the user can rerun with --sandbox on (needs bubblewrap)"
+            " and --approve auto-edit, or with --approve auto"
         )
+    if kind == "shell":
+        return "the user can rerun with --approve auto-edit (bash in the sandbox) or --approve auto"
     return "the user can rerun with --approve auto-edit or --approve auto"
+
+
+def refused_run(mode: str) -> str:
+    """Why a request ended with every call kept from running: in read-only mode nobody
+    could have approved them, so no approval is talked of."""
+    if mode == "read-only":
+        return "every tool call was refused: read-only mode runs only tools that read"
+    return "every tool call needed an approval nobody could give"
 
 
 def refusal(
@@ -127,7 +139,7 @@ def refusal(
             "writes into .git/ run commands at the next git command, so they"
             " need approval; only --approve auto allows them unasked"
             if git
-            else how_to_allow(mode, tool.kind)
+            else how_to_allow(mode, tool.kind, sandboxed)
         )
         return f"Error: {call.name} {NEEDS_APPROVAL}; {why}"
     try:

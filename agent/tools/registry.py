@@ -20,6 +20,8 @@ from agent.errors import ToolError
 from agent.history import ToolCall, ToolResult
 from agent.tools.validation import argument_problem
 
+NO_CHANGES = "(no changes)"  # the preview of a call that would leave its file as it is
+
 if TYPE_CHECKING:
     from agent.tools.sandbox import SandboxPolicy
 
@@ -181,6 +183,21 @@ class ToolRegistry:
             return f"(this call would fail: {exc})"
         except (OSError, UnicodeError) as exc:
             return f"(this call would fail: {exc})"
+
+    def futile(self, call: ToolCall, ctx: ToolContext) -> str | None:
+        """Why `call` is already known to fail or to change nothing (its preview says so),
+        as the result the model gets; None when it may do something. Asking the user
+        about such a call would be a question whose answer cannot matter."""
+        t = self._tools.get(call.name)
+        if t is None or t.preview is None or self.validate(call) is not None:
+            return None
+        try:
+            shown = t.preview(ctx, **_arguments(t, call))
+        except (ToolError, OSError, UnicodeError) as exc:
+            return f"Error: {exc}"
+        if shown == NO_CHANGES:
+            return f"Error: not run; {call.name} would leave the file exactly as it is"
+        return None
 
     def execute(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
         """Run a validated call. Model-caused failures become error results."""

@@ -248,7 +248,17 @@ def bash(ctx: ToolContext, command: str, timeout: int = DEFAULT_TIMEOUT) -> str:
             " processes; output so far:\n" + (output or "(no output)") + note
         )
     if status < 0:
-        return f"{output}\n[killed by signal {-status}]{note}".lstrip("\n")
+        return f"{output}\n{_KILLED}{-status}]{note}".lstrip("\n")
     if status != 0:
-        return f"{output}\n[exit code {status}]{note}".lstrip("\n")
+        return f"{output}\n{_EXITED}{status}]{note}".lstrip("\n")
     return output or "(no output, exit code 0)"
+
+
+_EXITED, _KILLED = "[exit code ", "[killed by signal "
+
+
+def command_failed(result: str) -> bool:
+    """Whether a bash result says its command ended badly. Not an error for the model
+    (a failing test run is information), but the user's mark for it is red, not green:
+    the status line is the last line, or the one before the sandbox's note."""
+    return any(line.startswith((_EXITED, _KILLED)) for line in result.rsplit("\n", 2)[-2:])

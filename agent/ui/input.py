@@ -8,6 +8,7 @@ buffer is already empty, so the REPL can ask for a second Ctrl-C before it exits
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
@@ -15,12 +16,15 @@ from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.history import FileHistory
-from prompt_toolkit.input.typeahead import store_typeahead
+from prompt_toolkit.input.typeahead import get_typeahead, store_typeahead
 from prompt_toolkit.input.vt100_parser import Vt100Parser
 from prompt_toolkit.key_binding import KeyBindings, KeyPress, KeyPressEvent
 from prompt_toolkit.keys import Keys
 
 PROMPT = "> "
+# A key answers a one-key question only after this long without typing: keys closer
+# together than this are a typist's flow (type-ahead), however fast the question came.
+GRACE_S = 0.4
 # Keys typed during an answer that the next prompt gets (besides characters).
 TYPE_AHEAD_KEYS = {
     Keys.ControlM,  # Enter
@@ -139,6 +143,13 @@ class Input:
         kept = [k for k in keys if k.key in TYPE_AHEAD_KEYS or len(k.key) == 1]
         store_typeahead(self.session.input, kept)
 
+    def take_type_ahead(self) -> bytes:
+        """Keys prompt-toolkit read past the Enter that sent a message: typed ahead, and
+        first in line. Taken here, or the next prompt-toolkit question (an approval,
+        which shares the terminal's type-ahead store) would read them first."""
+        keys = get_typeahead(self.session.input)
+        return "".join(press.data for press in keys).encode("utf-8", errors="replace")
+
     def read(self) -> str:
         """The next message; KeyboardInterrupt (Ctrl-C on empty input) or EOFError (^D)."""
         return self.session.prompt(PROMPT)
@@ -146,25 +157,60 @@ class Input:
     def ask(self, question: str) -> str:
         return self._ask.prompt(question)
 
-    def ask_key(self, question: str, keys: str) -> str:
-        """One key of `keys` answers at once, no Enter (other keys are ignored); Ctrl-C
-        raises KeyboardInterrupt, Ctrl-D EOFError, as at the main prompt."""
-        kb = KeyBindings()
+    def ask_key(self, question: str, keys: str, held: Callable[[str], None] | None = None) -> str:
+        return ask_key(question, keys, held)
 
-        @kb.add(Keys.Any)
-        def _ignore(event: KeyPressEvent) -> None:
-            pass
 
-        def answer(event: KeyPressEvent, key: str) -> None:
-            event.current_buffer.insert_text(key)  # left on screen as the answer
-            event.app.exit(result=key)
+def ask_key(question: str, keys: str, held: Callable[[str], None] | None = None) -> str:
+    """One key of `keys` answers at once, no Enter; Ctrl-C raises KeyboardInterrupt,
+    Ctrl-D EOFError, as at the main prompt.
 
-        for key in keys:
-            for variant in {key.lower(), key.upper()}:
-                kb.add(variant)(lambda event, k=key: answer(event, k))
+    A key only answers once the keyboard has been quiet for GRACE_S since the question
+    was drawn (or since the last key typed ahead): a fast typist's `yes and also`, sent
+    as the question appeared, is typing meant for the input line, not a `y` and an `a`.
+    Such keys, and any other key, go to `held` (the type-ahead), never to the answer."""
+    kb = KeyBindings()
+    quiet_since = [time.monotonic()]
 
-        @kb.add("c-d")
-        def _eof(event: KeyPressEvent) -> None:
-            event.app.exit(exception=EOFError)
+    def typing(event: KeyPressEvent) -> bool:
+        now = time.monotonic()
+        flowing = now - quiet_since[0] < GRACE_S
+        quiet_since[0] = now
+        return flowing
 
-        return PromptSession(key_bindings=kb).prompt(question)
+    def hold(event: KeyPressEvent) -> None:
+        if held is not None:
+            held("".join(press.data for press in event.key_sequence))
+
+    @kb.add(Keys.Any)
+    @kb.add("enter")  # else the default binding would accept the empty line
+    @kb.add("backspace")
+    def _other(event: KeyPressEvent) -> None:
+        typing(event)
+        hold(event)
+
+    def answer(event: KeyPressEvent, key: str) -> None:
+        if typing(event):
+            hold(event)
+            return
+        event.current_buffer.insert_text(key)  # left on screen as the answer
+        event.app.exit(result=key)
+
+    for key in keys:
+        for variant in {key.lower(), key.upper()}:
+            kb.add(variant)(lambda event, k=key: answer(event, k))
+
+    @kb.add("c-d")
+    def _eof(event: KeyPressEvent) -> None:
+        event.app.exit(exception=EOFError)
+
+    def drawn() -> None:
+        quiet_since[0] = time.monotonic()
+
+    session: PromptSession[str] = PromptSession(key_bindings=kb)
+    try:
+        return session.prompt(question, pre_run=drawn)
+    finally:  # keys read past the answer: type-ahead too, in order
+        rest = get_typeahead(session.input)
+        if rest and held is not None:
+            held("".join(press.data for press in rest))

@@ -79,6 +79,20 @@ class EscWatcher:
             if self._paused:
                 self._done.wait(POLL_S)
 
+    def _drain(self) -> None:
+        assert self._fd is not None
+        while select.select([self._fd], [], [], 0)[0]:
+            data = os.read(self._fd, 1024)
+            if not data:
+                return
+            if data != ESC and len(self.typed) < TYPED_MAX:
+                self.typed += data
+
+    def keep(self, text: str) -> None:
+        """Keys a question held back (typed ahead into it): the next prompt's, too."""
+        if len(self.typed) < TYPED_MAX:
+            self.typed += text.encode("utf-8", errors="replace")
+
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
         """The terminal as it was (line mode, echo) for a question, then watched again."""
@@ -87,6 +101,7 @@ class EscWatcher:
             return
         with self._lock:
             self._paused = True
+            self._drain()  # keys typed before the question are type-ahead, not answers
             self._restore()
         try:
             yield

@@ -4,8 +4,9 @@ A mention is an `@` at the start of a word followed by a path; the file is read 
 as `read_file` reads it (confined to the workspace, no symlink out, no FIFO, no binary),
 so a mention can show the model nothing a tool call could not. Words that only look like
 mentions (`user@host`, `@decorator` with no such file) are left alone: only a path that
-names a file is attached, and one that names nothing the user plainly meant (a folder, a
-binary, a path outside the workspace) is reported back instead of silently dropped.
+names a file is attached, and one the user plainly meant that names no readable file (a
+missing `calc.py`, a folder, a binary, a path outside the workspace) is reported back
+instead of silently dropped.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ MENTION = re.compile(r"(?<!\S)@((?:[^\s\\]|\\ )+)")
 MAX_ATTACH_BYTES = 64 * 1024
 MAX_FILES = 10
 _TRAILING = ".,;:!?)]}'\""
+# A word the user plainly meant as a file (`src/x`, `calc.py`), unlike `@decorator`:
+# missing, it is said, not silently dropped.
+_LOOKS_LIKE_A_FILE = re.compile(r"[\w.-]*/[\w./ -]*|[\w-][\w.-]*\.[A-Za-z0-9]{1,5}")
 
 
 @dataclass
@@ -58,6 +62,8 @@ def expand(text: str, workspace: Path) -> Expanded:
             out.problems.append(f"@{path}: not attached, at most {MAX_FILES} files a message")
             continue
         if not _names_something(workspace / path):
+            if _LOOKS_LIKE_A_FILE.fullmatch(path):  # `@missing.py`: meant, and not there
+                out.problems.append(f"@{path}: no such file in the workspace; not attached")
             continue  # not a mention of a file (an email address, a decorator)
         try:
             data = read_bytes(ctx, path, MAX_ATTACH_BYTES + 1)

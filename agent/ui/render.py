@@ -18,12 +18,13 @@ from rich.live import Live
 from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.segment import Segment
-from rich.spinner import Spinner
 from rich.text import Text
 
 from agent import events as ev
 from agent.events import Status
+from agent.tools.shell import command_failed
 from agent.ui.diff import diff_text
+from agent.ui.footer import Footer
 from agent.untrusted import json_line, visible
 
 REFRESH_S = 1 / 15
@@ -119,6 +120,9 @@ class Renderer:
         self._reasoning: list[str] = []
         self._live: Live | None = None
         self._drawn = 0.0
+        self._names: dict[str, str] = {}  # call id -> tool name, for its result
+        # under the live region: set `footer.status` / `footer.typed` to show those too
+        self.footer = Footer(lambda: self.stop_requested())
 
     # --- streaming -----------------------------------------------------------------
 
@@ -141,10 +145,12 @@ class Renderer:
         if not force and now - self._drawn < REFRESH_S:
             return
         self._drawn = now
-        height = max(3, self.console.height - 4)
-        self._live_region().update(Tail(self._block(self._buffer), height), refresh=True)
+        height = max(3, self.console.height - 4 - self.footer.lines())
+        shown = Group(Tail(self._block(self._buffer), height), self.footer)
+        self._live_region().update(shown, refresh=True)
 
     def _stream(self, kind: str, text: str) -> None:
+        self.footer.streamed()
         if kind != self._kind:
             self.finish_stream()
             self._kind = kind
@@ -168,7 +174,7 @@ class Renderer:
         the Ctrl-C handler itself draws nothing)."""
         if self._live is None:
             self._live = Live(
-                _Working(self.stop_requested),
+                self.footer,
                 console=self.console,
                 transient=True,
                 refresh_per_second=8,
@@ -211,10 +217,14 @@ class Renderer:
         elif isinstance(event, ev.ToolResultEvent):
             self.tool_result(event)
             self.waiting()  # the model is called again next
+        elif isinstance(event, ev.ReplyProblem):
+            self.console.print(Text(f"  ! {visible(event.for_person())}", style="yellow"))
         elif isinstance(event, ev.Diagnostic):
             self.console.print(Text(f"  ! {visible(event.message)}", style="yellow"))
         elif isinstance(event, ev.Compaction):
             self.console.print(Text(f"  · {event.line()}", style="dim"))
+        elif isinstance(event, ev.TurnFinished):
+            self.footer.turn(event.completion_tokens)
         elif isinstance(event, ev.SessionStarted):
             self.console.print(
                 Text(f"session {event.id} · {event.model} · {event.workspace}", style="dim")
@@ -229,6 +239,7 @@ class Renderer:
         """A compact panel: name, arguments on one line each, the diff it would make
         (not for a replayed call: the file has changed since, the diff would lie); then
         the spinner while the call runs (a question about it stops the spinner first)."""
+        self._names[event.id] = event.name
         width = max(20, self.console.width - 8)
         body = Text()
         diff = self.preview(event.name, event.arguments) if preview else None
@@ -258,8 +269,11 @@ class Renderer:
 
     def tool_result(self, event: ev.ToolResultEvent) -> None:
         lines = event.content.splitlines()
-        style = "red" if event.is_error else "dim"
-        mark = "✗" if event.is_error else "✓"
+        failed = event.is_error or (
+            self._names.get(event.id) == "bash" and command_failed(event.content)
+        )
+        style = "red" if failed else "dim"
+        mark = "✗" if failed else "✓"
         summary = f"  {mark} {len(lines)} line{'s' if len(lines) != 1 else ''}, "
         self.console.print(Text(summary + _size(event.content), style=style))
         for line in lines[:RESULT_PREVIEW_LINES]:
@@ -268,17 +282,3 @@ class Renderer:
         if len(lines) > RESULT_PREVIEW_LINES:
             more = len(lines) - RESULT_PREVIEW_LINES
             self.console.print(Text(f"    … {more} more (/result shows all)", style=style))
-
-
-class _Working:
-    """The spinner's text follows the stop request."""
-
-    def __init__(self, stopping: Callable[[], bool]) -> None:
-        self.stopping = stopping
-        self.spinners = {
-            False: Spinner("dots", text=Text("working…", style="dim")),
-            True: Spinner("dots", text=Text("stopping…", style="yellow")),
-        }
-
-    def __rich__(self) -> Spinner:
-        return self.spinners[bool(self.stopping())]

@@ -151,7 +151,9 @@ def test_session_file_holds_the_structured_history(
         (["--workspace", "/no/such/dir"], "workspace does not exist"),
         (["--max-turns", "0"], "--max-turns"),
         (["--approve", "sometimes"], "--approve"),
-        (["--frobnicate"], "No such option"),
+        (["--frobnicate"], "no such option: --frobnicate (see"),  # nothing unrelated offered
+        (["--aprove", "auto"], "no such option: --aprove; did you mean --approve?"),
+        (["--approve", "yolo"], "'yolo' is not one of 'ask', 'auto-edit', 'auto', 'read-only'"),
         (["--ablate", "salvage,grammar"], "--ablate: unknown grammar"),
     ],
 )
@@ -164,6 +166,7 @@ def test_bad_input_is_one_line_and_exit_2(
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and message in proc.stderr
     assert "Traceback" not in proc.stderr and proc.stderr.startswith("bosun: error: ")
+    assert "Value error" not in proc.stderr and "Possible options" not in proc.stderr
 
 
 def test_malformed_script_line_names_file_and_line(workspace: Path, tmp_path: Path) -> None:

@@ -59,9 +59,13 @@ def test_a_plain_undo_still_restores_edits_and_removes_created_files(
 ) -> None:
     session.request(edit("notes.txt", "hello", "bye"), write("new/made.txt", "made\n"))
     assert (workspace / "notes.txt").read_text() == "bye from bosun\n"
-    assert sorted(session.checkpoints.undo().restored) == ["new/made.txt", "notes.txt"]
+    undone = session.checkpoints.undo()
+    assert sorted(undone.restored) == ["new/made.txt", "notes.txt"]
+    assert undone.removed == ["new/made.txt"]  # said as deleted, not as "restored"
     assert (workspace / "notes.txt").read_text() == "hello from bosun\n"
     assert not (workspace / "new" / "made.txt").exists()
+    with pytest.raises(UsageError, match="nothing more to undo: the 1 request"):
+        session.checkpoints.undo()  # not "changed nothing yet": they did, and are undone
 
 
 def test_a_file_the_user_created_after_a_failed_write_is_never_deleted(

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from agent.history import AssistantToolUse, Message, System, ToolCall, ToolResult, User
-from agent.loop.constraint import repeats_unchanged_call
+from agent.loop.constraint import constraint_for, repeats_unchanged_call
 from agent.tools import default_registry
+from drivers.base import DriverInfo
 
 KINDS = {n: t.kind for n in default_registry().names if (t := default_registry().get(n))}
 
@@ -53,3 +54,24 @@ def test_argument_order_does_not_hide_a_repeat() -> None:
     one = ("read_file", {"path": "a.txt", "offset": 2})
     other = ("read_file", {"offset": 2, "path": "a.txt"})
     assert repeats_unchanged_call(turn(one, other), KINDS)
+
+
+class _SmallGrammarBackend:
+    """Only what `constraint_for` reads of a driver: a small model that takes grammars."""
+
+    model = "smollm2-135m"
+    info = DriverInfo(grammar=True, n_params=135_000_000)
+
+
+def test_a_fresh_request_starts_with_a_call_unless_it_brings_its_material() -> None:
+    from agent.protocol.profile import profile_for
+
+    registry = default_registry()
+    pick = constraint_for("auto", _SmallGrammarBackend(), registry, profile_for("smollm2-135m"))  # type: ignore[arg-type]
+    assert pick is not None
+    forced = pick([System("s"), User("Summarise calc.py")])
+    free = pick([System("s"), User("Summarise this\n\nPiped input:\ndef f(): pass", attached=True)])
+    later = pick(turn(READ))  # after a call: a call or an answer
+    assert forced is not None and forced != later
+    assert free == later
+    assert User("x", attached=True) == User("x")  # not part of what the message is

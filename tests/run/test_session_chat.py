@@ -217,3 +217,25 @@ def test_ctrl_c_stops_a_running_command_at_once(workspace: Path, script_file) ->
     result = chat.history[-1]
     assert isinstance(result, ToolResult) and result.content == STOPPED_CALL
     chat.close()
+
+
+def test_compact_says_what_it_did_or_which_reason_kept_it(workspace: Path, script_file) -> None:
+    (workspace / "big.txt").write_text("".join(f"line {i} of a long file\n" for i in range(300)))
+    read = tool_call("read_file", path="big.txt")
+    script = script_file(read, "read it", "ok")
+    events: list = []
+    unknown = chat_with(script_file("x"), workspace, events)
+    assert unknown.compact() == (
+        "nothing to compact: the context size is unknown (give --context-size N)"
+    )
+    unknown.close()
+    chat = chat_with(script, workspace, events, context_size=32768)
+    said = chat.compact()
+    assert said.startswith("nothing to compact: the context holds") and "latest request" in said
+    chat.send("read big.txt")
+    chat.send("and now?")  # the read is an older request's now: it can be folded
+    said = chat.compact()
+    assert said.startswith("compacted: "), said
+    before, after = (int(n.replace(",", "")) for n in said[11:].split(" tokens")[0].split(" → "))
+    assert after < before
+    chat.close()

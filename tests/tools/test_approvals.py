@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from agent.history import ToolCall, ToolResult
-from agent.loop.runtime import AFTER_DECLINE
+from agent.loop.runtime import AFTER_REDIRECT
 from agent.tools import Tool, ToolContext
 from agent.tools.permissions import Approval, Decline
 from tests.helpers import make_agent, tool_call
@@ -76,18 +76,17 @@ def test_ask_with_no_declines_and_shows_a_diff_first(workspace: Path) -> None:
     assert untouched(workspace)
 
 
-def test_a_decline_with_a_reason_ends_the_turn_and_tells_the_model(workspace: Path) -> None:
+def test_a_decline_with_a_reason_carries_on_with_the_reason(workspace: Path) -> None:
     both = WRITE + "\n" + READ  # one reply, two calls
     agent, driver, _ = make_agent([both, "then I will read instead"], workspace, approve="ask")
     agent.approver = lambda call, tool: Decline("  read  notes.txt\nfirst ")
-    assert agent.run("write").status == "declined"
+    result = agent.run("write")  # at once: no second message needed
+    assert result.status == "done" and result.final_text == "then I will read instead"
     declined, skipped = results(agent)
     assert declined.content == (
         "Error: the user declined this call; instead, they said: read notes.txt first"
     )
-    assert skipped.content == AFTER_DECLINE and untouched(workspace)
-    # the next message goes on from a valid history: the model sees the refusal
-    assert agent.run("go on").status == "done"
+    assert skipped.content == AFTER_REDIRECT and untouched(workspace)
     driver.assert_complete()
     assert "read notes.txt first" in driver.prompts[-1]
 
@@ -146,3 +145,44 @@ def test_a_run_where_some_calls_ran_is_done_not_refused(workspace: Path) -> None
     assert agent.run("go").status == "done"
     agent, _, _ = make_agent([WRITE, SHELL, "gave up"], workspace, approve="read-only")
     assert agent.run("go").status == "refused"
+
+
+def test_a_call_known_to_fail_or_change_nothing_is_not_asked_about(workspace: Path) -> None:
+    (workspace / "three.txt").write_text("x\nx\nx\n")
+    ambiguous = tool_call("edit_file", path="three.txt", old="x", new="y")
+    same = tool_call("write_file", path="notes.txt", content="hello from bosun\n")
+    agent, driver, _ = make_agent([ambiguous, same, "gave up"], workspace, approve="ask")
+    asked: list[str] = []
+
+    def approver(call: ToolCall, tool: Tool) -> Approval:
+        asked.append(call.name)
+        return "yes"
+
+    agent.approver = approver
+    assert agent.run("edit").status == "done"
+    driver.assert_complete()
+    assert asked == []  # no question whose answer could not matter
+    failed, unchanged = results(agent)
+    assert failed.is_error and "3 times" in failed.content
+    assert unchanged.is_error and "would leave the file exactly as it is" in unchanged.content
+    assert (workspace / "three.txt").read_text() == "x\nx\nx\n" and untouched(workspace)
+
+
+def test_refusals_name_only_the_modes_that_would_let_the_call_run(workspace: Path) -> None:
+    from agent.tools.permissions import how_to_allow
+
+    sandboxed = how_to_allow("ask", "shell", sandboxed=True)
+    assert sandboxed.count("--approve auto-edit") == 1 and sandboxed.count("--approve auto") == 2
+    bare = how_to_allow("ask", "shell", sandboxed=False)
+    assert "sandbox" in bare and "--sandbox on" in bare
+    # read-only: a run whose every call was refused talks of the mode, not of approvals
+    agent, _, _ = make_agent(
+        [SHELL, WRITE, "I can only read."], workspace, approve="read-only"
+    )
+    result = agent.run("summarise this")
+    assert result.status == "refused" and result.exit_code == 4
+    assert result.error is not None and "read-only mode" in result.error
+    assert "approval" not in result.error
+    agent, _, _ = make_agent([SHELL, "ok"], workspace, approve="ask")
+    result = agent.run("run it")
+    assert result.error == "every tool call needed an approval nobody could give"

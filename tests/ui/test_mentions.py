@@ -24,6 +24,15 @@ def test_a_mentioned_file_is_attached_once_and_lookalikes_are_left_alone(tmp_pat
     assert out.text.startswith("compare @a.py, and @a.py; mail me@example.com about @decorator")
 
 
+def test_a_missing_file_the_user_plainly_meant_is_said_not_dropped(tmp_path: Path) -> None:
+    out = expand("fix @missing.py and @src/gone, thanks @decorator @channel", tmp_path)
+    assert out.attached == []
+    assert out.problems == [
+        "@missing.py: no such file in the workspace; not attached",
+        "@src/gone: no such file in the workspace; not attached",
+    ]
+
+
 def test_mentions_are_confined_like_read_file(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     (ws / "sub").mkdir(parents=True)

@@ -48,16 +48,20 @@ def test_switching_to_gemma_asks_first_and_keeps_llama_logs_out(
     terminal.wait_for(prompt_ready)
 
     send(terminal, "/model gemma3-270m")
-    screen = terminal.wait_for("Go ahead? [y/N]")
+    screen = terminal.wait_for("Go ahead? [y]es / [n]o")
     assert "253 MB" in screen and str(cache) in screen.replace("\n", "")
-    terminal.send("n", "Enter")
+    time.sleep(0.6)  # a key typed at once would be type-ahead, not an answer
+    terminal.send("n")  # one key, as every question: no Enter
     terminal.wait_for("gemma3-270m not loaded")
     terminal.wait_for(prompt_ready)
     assert not (cache / "models").exists() or not any((cache / "models").iterdir())
 
     start = send(terminal, "/model gemma3-270m")
-    terminal.wait_for("Go ahead? [y/N]", after=start)  # this time's question, not the first
-    terminal.send("y", "Enter")
+    terminal.wait_for("Go ahead? [y]es / [n]o", after=start)  # this time's, not the first
+    time.sleep(0.6)
+    terminal.send("y")
+    # progress while the parts are joined and the model loads: never a silent screen
+    terminal.wait_for(lambda s: "joining gemma3-270m" in s or "loading gemma3-270m" in s, 30)
     terminal.wait_for("model: gemma3-270m", timeout=180)
     terminal.wait_for(prompt_ready)
     start = send(terminal, "Say hello in one short sentence.")

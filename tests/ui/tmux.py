@@ -92,6 +92,13 @@ class Terminal:
         """Literal text (no key-name lookup), without pressing Enter."""
         self._tmux("send-keys", "-t", "0", "-l", text)
 
+    def type_like_a_typist(self, text: str, gap: float) -> None:
+        """One key at a time, `gap` seconds apart (0.06 s: a fast typist), so keys land
+        before, while and after the screen changes."""
+        for char in text:
+            self.type(char)
+            time.sleep(gap)
+
     def screen(self) -> str:
         return self._tmux("capture-pane", "-p", "-t", "0")
 

@@ -1,0 +1,82 @@
+"""What stays on screen under the answer while the model works, so the screen always
+says what is happening: a spinner with the request's seconds and tokens so far
+("stopping…" once a stop was asked for), the status bar the prompt shows, and the keys
+typed ahead for the next message. Claude Code keeps the same three in view; without
+them a long prefill looks like a hang and type-ahead looks lost.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from rich.console import Group
+from rich.spinner import Spinner
+from rich.text import Text
+
+from agent.untrusted import visible
+
+
+class Elapsed:
+    """A spinner's text with the seconds since it began (and a detail that can change,
+    such as a percentage): a long load visibly moves on, never looks hung."""
+
+    def __init__(self, text: str, detail: str = "") -> None:
+        self.text, self.detail = text, detail
+        self.start = time.monotonic()
+
+    def set(self, detail: str) -> None:
+        self.detail = detail
+
+    def __rich__(self) -> Text:
+        seconds = time.monotonic() - self.start
+        detail = f" {self.detail}" if self.detail else ""
+        return Text(f"{self.text} …{detail} {seconds:.0f} s", style="dim")
+
+
+class Footer:
+    """Redrawn at every refresh of the live region it sits in (`__rich__`)."""
+
+    def __init__(
+        self,
+        stopping: Callable[[], bool],
+        status: Callable[[], str] = lambda: "",
+        typed: Callable[[], str] = lambda: "",
+    ) -> None:
+        self.stopping, self.status, self.typed = stopping, status, typed
+        self.spinner = Spinner("dots")  # one spinner, so its frames move on
+        self.begin()
+
+    def begin(self) -> None:
+        """A user request starts: its clock and its token count."""
+        self.started = time.monotonic()
+        self.tokens_done = 0  # of the model calls this request finished
+        self.tokens_now = 0  # streamed pieces of the call in progress (a token each, about)
+
+    def streamed(self) -> None:
+        self.tokens_now += 1
+
+    def turn(self, completion_tokens: int) -> None:
+        self.tokens_done += completion_tokens or self.tokens_now
+        self.tokens_now = 0
+
+    def lines(self) -> int:
+        return 1 + bool(self.status()) + bool(self.typed())
+
+    def __rich__(self) -> Group:
+        seconds = time.monotonic() - self.started
+        tokens = self.tokens_done + self.tokens_now
+        stopping = self.stopping()
+        label = Text("stopping…", style="yellow") if stopping else Text("working…", style="dim")
+        label.append(f" {seconds:.0f} s · {tokens:,} tokens · Esc stops", style="dim")
+        self.spinner.update(text=label)
+        rows: list[Spinner | Text] = [self.spinner]
+        status = self.status()
+        if status:
+            rows.append(Text(status, style="reverse", no_wrap=True, overflow="ellipsis"))
+        typed = self.typed()
+        if typed:
+            shown = Text(f"typed ahead: {visible(typed)}", style="dim")
+            shown.no_wrap, shown.overflow = True, "ellipsis"
+            rows.append(shown)
+        return Group(*rows)
