@@ -110,9 +110,7 @@ CASES: dict[str, tuple[Case, ...]] = {
         ),
     ),
     "bosun run - < task.txt": (Case(("run", "-"), stdin=PROMPT, shows="→ read_file("),),
-    'cat calc.py | bosun run "Summarise this"': (
-        Case(("run", "Summarise this"), stdin=CALC),
-    ),
+    'cat calc.py | bosun run "Summarise this"': (Case(("run", "Summarise this"), stdin=CALC),),
     'bosun run "…" --output jsonl': (
         Case(("run", PROMPT, "--output", "jsonl"), shows='"type": "result"'),
     ),

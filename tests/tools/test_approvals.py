@@ -176,9 +176,7 @@ def test_refusals_name_only_the_modes_that_would_let_the_call_run(workspace: Pat
     bare = how_to_allow("ask", "shell", sandboxed=False)
     assert "sandbox" in bare and "--sandbox on" in bare
     # read-only: a run whose every call was refused talks of the mode, not of approvals
-    agent, _, _ = make_agent(
-        [SHELL, WRITE, "I can only read."], workspace, approve="read-only"
-    )
+    agent, _, _ = make_agent([SHELL, WRITE, "I can only read."], workspace, approve="read-only")
     result = agent.run("summarise this")
     assert result.status == "refused" and result.exit_code == 4
     assert result.error is not None and "read-only mode" in result.error
