@@ -16,10 +16,8 @@ template_bounds.py); arrays 8 deep, 65,536 keys, 4,000,000 values walked, string
 
 from __future__ import annotations
 
-import argparse
 import struct
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -180,18 +178,9 @@ CASES: dict[str, Case] = {
 
 
 def main() -> None:
-    import tempfile
+    from cases import run_cases  # bench/ is this script's folder, first on sys.path
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="smaller inputs (CI-sized)")
-    args = ap.parse_args()
-    print(f"{'case':44} {'wall s':>7}  outcome")
-    for name, case in CASES.items():
-        with tempfile.TemporaryDirectory() as tmp:
-            run = case(Path(tmp), args.quick)
-            start = time.perf_counter()
-            said = run()
-            print(f"{name:44} {time.perf_counter() - start:7.3f}  {said[:110]}")
+    run_cases(CASES, __doc__)
 
 
 if __name__ == "__main__":

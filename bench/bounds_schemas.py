@@ -14,10 +14,8 @@ of tools per server (agent/mcp/tools.py).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -232,18 +230,9 @@ CASES: dict[str, Case] = {
 
 
 def main() -> None:
-    import tempfile
+    from cases import run_cases  # bench/ is this script's folder, first on sys.path
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="smaller inputs (CI-sized)")
-    args = ap.parse_args()
-    print(f"{'case':40} {'wall s':>7}  outcome")
-    for name, case in CASES.items():
-        with tempfile.TemporaryDirectory() as tmp:
-            run = case(Path(tmp), args.quick)
-            start = time.perf_counter()
-            outcome = run()
-            print(f"{name:40} {time.perf_counter() - start:7.3f}  {outcome}")
+    run_cases(CASES, __doc__)
 
 
 if __name__ == "__main__":

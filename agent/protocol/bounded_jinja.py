@@ -291,12 +291,7 @@ class BoundedEnvironment(SandboxedEnvironment):
         """`a + b + …`: strings joined once their total is known; anything else added
         left to right, each step checked."""
         if set(map(type, values)) == _STR_ONLY:
-            total = sum(map(len, values))
-            if total >= SMALL:
-                meter = _current() or active()
-                meter.length(total)
-                meter.charge(total)
-            return "".join(values)
+            return concat(values)
         meter = _current() or active()
         result = values[0]
         for value in values[1:]:

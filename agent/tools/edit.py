@@ -223,8 +223,8 @@ def unified_diff(path: str, change: Change) -> str:
     fromfile = "/dev/null" if change.before is None else f"a/{path}"
     diff = list(difflib.unified_diff(before, after, fromfile, f"b/{path}"))
     lines = [ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in diff]
-    if not lines:
-        return NO_CHANGES
+    if not lines:  # the same text, or a new file that is empty
+        return NO_CHANGES if change.before is not None else f"(creates {path}, empty)\n"
     extra = len(lines) - MAX_PREVIEW_LINES
     text = "".join(lines[:MAX_PREVIEW_LINES])
     return text + (f"… ({extra} more diff lines)\n" if extra > 0 else "")

@@ -67,16 +67,21 @@ def run_call(
     """Ask (where the mode says to), keep what a write would change, then run the tool.
     `running` wraps the execution (the loop makes Ctrl-C stop the tool at once there)."""
     tool = tools.get(call.name)
-    futile = tools.futile(call, ToolContext(workspace, gate.sandbox))
-    if futile is not None:  # known to fail or change nothing: the model hears it, unasked
-        return Outcome(ToolResult(call.id, futile, is_error=True))
     refused: str | None = None
     try:
         if tool is not None:
             assert gate.always is not None
             sandboxed = gate.sandbox is not None
+            ctx = ToolContext(workspace, gate.sandbox)
             refused = refusal(
-                gate.approve, gate.approver, gate.always, call, tool, workspace, sandboxed
+                gate.approve,
+                gate.approver,
+                gate.always,
+                call,
+                tool,
+                workspace,
+                sandboxed,
+                futile=lambda: tools.futile(call, ctx),
             )
     except KeyboardInterrupt:  # Ctrl-C at the question: no, and stop this request
         return Outcome(ToolResult(call.id, INTERRUPTED_CALL, True), interrupted=True)

@@ -122,11 +122,14 @@ def refusal(
     tool: Tool,
     root: Path,
     sandboxed: bool = False,
+    futile: Callable[[], str | None] = lambda: None,
 ) -> str | None:
     """Why this call may not run (the mode, or the user's answer), or None to run it.
     `always` remembers the tools the user allowed for the rest of the session; the
     approver's KeyboardInterrupt (Ctrl-C at the question) is the caller's to handle.
-    `sandboxed`: bash runs in the sandbox, so auto-edit lets it run unasked."""
+    `sandboxed`: bash runs in the sandbox, so auto-edit lets it run unasked. `futile`:
+    why the call is already known to fail or change nothing, asked only where the call
+    would need an approval: such a question's answer could not matter."""
     verdict = call_decision(mode, tool.kind, call.arguments, root, sandboxed=sandboxed)
     if verdict == "deny":
         return f"Error: {call.name} is not allowed in {mode} mode"
@@ -134,6 +137,9 @@ def refusal(
     git = into_git(mode, tool.kind, call.arguments, root)
     if verdict != "ask" or (call.name in always and not git):
         return None
+    pointless = futile()
+    if pointless is not None:
+        return pointless
     if approver is None:
         why = (
             "writes into .git/ run commands at the next git command, so they"

@@ -49,7 +49,7 @@ def test_one_key_always_tools_diff_undo_and_the_resume_hint(
     terminal.type("make a")
     terminal.send("Enter")
     terminal.wait_for("Allow write_file?")
-    terminal.send("a")  # one key, no Enter: always for this tool
+    terminal.answer("a")  # one key, no Enter: always for this tool
     terminal.wait_for("Wrote a.")
     terminal.wait_for(prompt_ready)
     screen = ask(terminal, "/tools", "what it does")
@@ -59,7 +59,7 @@ def test_one_key_always_tools_diff_undo_and_the_resume_hint(
     terminal.type("edit notes")
     terminal.send("Enter")
     terminal.wait_for("Allow edit_file?")
-    terminal.send("y")
+    terminal.answer("y")
     terminal.wait_for("Edited notes.")
     terminal.wait_for(prompt_ready)
     assert (workspace / "notes.txt").read_text() == "goodbye from bosun\n"
@@ -69,9 +69,9 @@ def test_one_key_always_tools_diff_undo_and_the_resume_hint(
     screen = ask(terminal, "/undo", "restored: notes.txt")
     assert (workspace / "notes.txt").read_text() == "hello from bosun\n"
     assert (workspace / "a.txt").read_text() == "first\n"  # an earlier turn: still there
-    screen = ask(terminal, "/undo", "restored: a.txt")
+    screen = ask(terminal, "/undo", "deleted (bosun had created them): a.txt")
     assert not (workspace / "a.txt").exists()  # created by bosun: undone is gone
-    ask(terminal, "/undo", "nothing to undo")
+    ask(terminal, "/undo", "nothing more to undo")
 
     terminal.send("C-d")
     screen = terminal.wait_for("[exit 0]")
@@ -187,7 +187,7 @@ def test_init_has_the_model_write_agents_md_and_a_spinner_runs_with_bash(
     terminal.type("/init")
     terminal.send("Enter")
     terminal.wait_for("Allow write_file?")
-    terminal.send("y")
+    terminal.answer("y")
     terminal.wait_for("Wrote AGENTS.md.")
     terminal.wait_for(prompt_ready)
     assert (workspace / "AGENTS.md").read_text() == "# notes project\n"
@@ -197,7 +197,7 @@ def test_init_has_the_model_write_agents_md_and_a_spinner_runs_with_bash(
     terminal.type("sleep a bit")
     terminal.send("Enter")
     terminal.wait_for("Allow bash?")
-    terminal.send("y")
+    terminal.answer("y")
     terminal.wait_for(lambda s: "working…" in s.split("Allow bash?")[-1], timeout=3)
     terminal.wait_for("Slept.")
     terminal.wait_for(prompt_ready)
@@ -225,7 +225,7 @@ def test_esc_stops_the_answer_like_ctrl_c(terminal: Terminal, workspace: Path, s
     terminal.type("write b")
     terminal.send("Enter")
     terminal.wait_for("Allow write_file?")
-    terminal.send("y")
+    terminal.answer("y")
     terminal.wait_for("After the write.")
     terminal.wait_for(prompt_ready)
     assert (workspace / "b.txt").read_text() == "x\n"

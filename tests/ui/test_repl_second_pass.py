@@ -40,7 +40,7 @@ def test_keys_typed_ahead_never_answer_an_approval(
     time.sleep(1.0)  # long enough for a stray key to have answered
     screen = terminal.screen()
     assert "Wrote it." not in screen and not (workspace / "new.txt").exists(), screen
-    terminal.send("y")  # after a pause: an answer
+    terminal.answer("y")  # after a pause: an answer
     terminal.wait_for("Wrote it.")
     screen = terminal.wait_for(lambda s: input_line(s) == "> yes and also")
     assert (workspace / "new.txt").read_text() == "x\n"
@@ -58,8 +58,7 @@ def test_a_decline_with_a_reason_carries_on_at_once(
     terminal.type("write a file")
     terminal.send("Enter")
     terminal.wait_for("Allow write_file?")
-    time.sleep(0.5)
-    terminal.send("n")
+    terminal.answer("n")
     terminal.wait_for("What should it do instead?")
     terminal.type("do not write anything")
     terminal.send("Enter")
@@ -78,12 +77,6 @@ def send(terminal: Terminal, text: str) -> int:
     terminal.type(text)
     terminal.send("Enter")
     return start
-
-
-def answer(terminal: Terminal, key: str) -> None:
-    """A deliberate answer: after a look at the question (type-ahead is not one)."""
-    time.sleep(0.6)
-    terminal.send(key)
 
 
 def test_the_screen_says_what_is_happening_while_the_model_works(
@@ -122,6 +115,7 @@ def test_calls_known_to_fail_or_change_nothing_are_not_asked_about(
     assert "Allow" not in screen
     assert "3 times" in screen and "would leave the file exactly as it is" in screen
     assert screen.count("✗") >= 2
+    terminal.wait_for(prompt_ready)
     terminal.send("C-d")
     terminal.wait_for("[exit 0]")
 
@@ -165,6 +159,7 @@ def test_a_message_meant_for_the_model_is_shown_as_what_it_was_told(
     send(terminal, "read it")
     screen = terminal.wait_for("Sorry.")
     assert "the model's reply had a problem; it was told: your" in screen.replace("\n", " ")
+    terminal.wait_for(prompt_ready)  # a Ctrl-D while it still works is type-ahead, dropped
     terminal.send("C-d")
     terminal.wait_for("[exit 0]")
 

@@ -60,9 +60,11 @@ def test_prompt_stream_tool_approval_diff_usage_exit(
     assert "write_file" in screen and "path: notes.txt" in screen
     assert "+second" in screen and "@@" in screen  # the diff, before approval
     assert (workspace / "notes.txt").read_text() == "hello from bosun\n"
-    terminal.send("x")  # not an answer: ignored
-    terminal.send("y")  # one key, no Enter
+    terminal.send("x")  # not an answer: kept for the input line, as type-ahead
+    terminal.answer("y")  # one key, no Enter
     terminal.wait_for("Added the line.")
+    terminal.wait_for(lambda s: input_line(s) == "> x")
+    terminal.send("C-u")
     terminal.wait_for(prompt_ready)
     assert (workspace / "notes.txt").read_text() == "hello from bosun\nsecond\n"
 
@@ -96,7 +98,7 @@ def test_colour_diff_and_declining(terminal: Terminal, workspace: Path, script_f
     screen = terminal.wait_for("Allow edit_file?")
     assert "-hello from bosun" in screen and "+goodbye from bosun" in screen
     assert terminal.colours()  # without NO_COLOR the diff is coloured
-    terminal.send("n")
+    terminal.answer("n")
     terminal.wait_for("What should it do instead?")
     terminal.type("keep hello, add a line below")
     terminal.send("Enter")
@@ -123,7 +125,7 @@ def test_run_on_a_terminal_asks_with_the_diff_once(
     screen = terminal.wait_for("Allow edit_file?")
     assert screen.count("goodbye") == 2  # the call line and the diff's +line, no JSON
     assert '{"path"' not in screen and "+goodbye from bosun" in screen
-    terminal.send("n", "Enter")
+    terminal.answer("n", "Enter")
     screen = terminal.wait_for("[exit 4]")
     assert "declined" in screen and "Changed." not in screen
 

@@ -99,6 +99,14 @@ class Terminal:
             self.type(char)
             time.sleep(gap)
 
+    def answer(self, *keys: str) -> None:
+        """Keys a person presses at a question they have just read: after the pause that
+        tells an answer from type-ahead (agent.ui.input.GRACE_S)."""
+        from agent.ui.input import GRACE_S
+
+        time.sleep(GRACE_S + 0.2)
+        self.send(*keys)
+
     def screen(self) -> str:
         return self._tmux("capture-pane", "-p", "-t", "0")
 
