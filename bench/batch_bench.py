@@ -70,7 +70,13 @@ def write_tasks(path: Path, n: int, max_tokens: int) -> None:
 
 
 def run_batch(
-    tasks: Path, spec: str, workspace: Path, jobs: int, max_tokens: int, driver=None
+    tasks: Path,
+    spec: str,
+    workspace: Path,
+    jobs: int,
+    max_tokens: int,
+    driver=None,
+    trace: Path | None = None,
 ) -> dict:
     out = io.StringIO()
     started = time.perf_counter()
@@ -82,6 +88,7 @@ def run_batch(
             max_turns=1,
             max_tokens=max_tokens,
             api=None if driver is not None else "completions",
+            trace=trace,
         ),
         tasks,
         out=out,
@@ -160,7 +167,11 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=32)
     ap.add_argument("--repeat", type=int, default=2, help="runs per --jobs value; best is kept")
     ap.add_argument("--model", default="smollm2-135m", help="the in-process model")
-    ap.add_argument("--only", default="server,in-process", help="server and/or in-process")
+    ap.add_argument(
+        "--only",
+        default="server,llama-server,in-process",
+        help="any of server (llama-cpp-python's), llama-server, in-process",
+    )
     args = ap.parse_args()
     only = set(args.only.split(","))
     with tempfile.TemporaryDirectory(prefix="bosun-batch-bench-") as tmp:
@@ -175,6 +186,8 @@ def main() -> None:
         write_tasks(tasks, args.tasks, args.max_tokens)
         if "server" in only:
             bench_server(args, tasks, workspace, tmp_path)
+        if "llama-server" in only:
+            bench_llama_server(args, tasks, workspace, tmp_path)
         if "in-process" in only:
             bench_in_process(args, tasks, workspace, home)
 
@@ -217,6 +230,74 @@ def bench_server(args, tasks: Path, workspace: Path, tmp_path: Path) -> None:
         print(
             f"{jobs:>4}  {args.tasks:>5}  {wall:>7.2f}  {args.tasks / wall * 60:>9.1f}"
             f"  {best['completion_tokens']:>6}  {base / wall:>7.2f}×"
+        )
+
+
+def raw_parallel(url: str, prompts: list[str], jobs: int, max_tokens: int) -> float:
+    """The ceiling: the same completion requests bosun sent, fired from `jobs` threads
+    with nothing else in between (no rendering, parsing or session files)."""
+    import urllib.request
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(prompt: str) -> None:
+        body = {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0}
+        request = urllib.request.Request(
+            f"{url}/completions",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=600) as reply:
+            reply.read()
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(jobs) as pool:
+        list(pool.map(one, prompts))
+    return time.perf_counter() - started
+
+
+def bench_llama_server(args, tasks: Path, workspace: Path, tmp_path: Path) -> None:
+    """llama.cpp's own llama-server with 4 parallel slots and a unified KV cache: bosun's
+    --jobs 1/2/4 beside the raw parallel requests of the same prompts, in one run."""
+    import pytest
+
+    from tests.openai_servers import MODEL_ALIAS, real_llama_server
+
+    jobs_values = [1, 2, 4]
+    trace = tmp_path / "trace.jsonl"
+    try:
+        server = real_llama_server(tmp_path / "llama-server.log", n_ctx=4 * 2048, slots=4,
+                                   unified=True)  # fmt: skip
+        url = server.__enter__()
+    except (pytest.skip.Exception, pytest.fail.Exception, RuntimeError) as exc:
+        print(f"\nllama-server: not run ({exc})")
+        return
+    try:
+        spec = f"openai:{url}#{MODEL_ALIAS}"
+        run_batch(tasks, spec, workspace, 1, args.max_tokens, trace=trace)  # warm, and the prompts
+        records = [json.loads(line) for line in trace.read_text().splitlines()]
+        prompts = [r["prompt"] for r in records if isinstance(r.get("prompt"), str)]
+        rows = []
+        for jobs in jobs_values:
+            bosun = min(
+                run_batch(tasks, spec, workspace, jobs, args.max_tokens)["wall"]
+                for _ in range(args.repeat)
+            )
+            raw = min(raw_parallel(url, prompts, jobs, args.max_tokens) for _ in range(args.repeat))
+            rows.append((jobs, bosun, raw))
+    finally:
+        server.__exit__(None, None, None)
+    load = os.getloadavg()[0]
+    print(
+        f"\nllama-server -np 4 --kv-unified, SmolLM2-135M, 1 thread; {args.tasks} tasks,"
+        f" max_tokens {args.max_tokens}, best of {args.repeat}; load before {load:.2f}"
+    )
+    print(f"{'jobs':>4}  {'bosun s':>7}  {'speed-up':>8}  {'raw s':>7}  {'ceiling':>7}  of ceiling")
+    base_bosun, base_raw = rows[0][1], rows[0][2]
+    for jobs, bosun, raw in rows:
+        up, ceiling = base_bosun / bosun, base_raw / raw
+        print(
+            f"{jobs:>4}  {bosun:>7.2f}  {up:>7.2f}×  {raw:>7.2f}  {ceiling:>6.2f}×"
+            f"  {up / ceiling:>9.0%}"
         )
 
 

@@ -163,6 +163,7 @@ class DriverInfo:
     chat: bool = False
     data_spans: bool = False
     n_ctx: int | None = None  # context size in tokens, where known
+    context_source: str = ""  # where n_ctx was read ("llama-server /props (per slot)", …)
     n_params: int | None = None  # model size, where known (--constrain auto uses it)
     max_concurrency: int = 1  # streams one driver serves at once (1: one KV cache)
     tokenize: Callable[[str], list[int]] | None = None

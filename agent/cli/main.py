@@ -90,6 +90,19 @@ def main(
 ABLATIONS = ("salvage", "retention")
 
 
+def seconds_or_off(flag: str, value: str) -> float | None:
+    """`SECONDS` (a positive number) or `off` (None: no limit)."""
+    if value.strip().lower() == "off":
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0 or seconds == float("inf"):
+        fail(f"{flag}: give a number of seconds or off, not {value!r}", EXIT_USAGE)
+    return seconds
+
+
 def _ablations(value: str) -> frozenset[str]:
     """`--ablate salvage,retention` -> the parts of bosun to turn off (bench/eval)."""
     names = frozenset(part.strip() for part in value.split(",") if part.strip())
@@ -136,6 +149,15 @@ def run(
             " or completions (bosun renders the prompt).",
         ),
     ] = None,
+    request_timeout: Annotated[
+        str,
+        typer.Option(
+            "--request-timeout",
+            metavar="SECONDS|off",
+            help="openai: models only: how long the server may send nothing (a long"
+            " prompt's prefill on a CPU can take minutes); off: no limit. Default 600.",
+        ),
+    ] = "600",
     context_size: Annotated[
         int | None,
         typer.Option(
@@ -187,6 +209,7 @@ def run(
         approve=approve.value,
         constrain=constrain.value,
         api=api.value if api is not None else None,
+        request_timeout=seconds_or_off("--request-timeout", request_timeout),
         context_size=context_size,
         sandbox=policy,
         allow_net=allow_net,

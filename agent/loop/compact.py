@@ -32,6 +32,8 @@ from agent.loop.turn import Query, call_model
 from agent.protocol.profile import ModelProfile
 from drivers.base import Driver, DriverError, Halt, Usage
 
+TRUNCATION_SLACK = 256  # tokens: below this a short count is noise, not a lost prompt
+
 SUMMARY_TOKENS = 320  # the most a summary may cost (less in a small context)
 CAP_NOTE_TOKENS = 64  # what a cut result's note on what was left out costs
 MIN_RESULT_TOKENS = 64  # a result is never cut to less (an error says so, then)
@@ -93,9 +95,23 @@ class Compactor:
 
     def observe(self, shown: Sequence[Message], specs: Sequence[dict[str, Any]], real: int) -> None:
         """Learn the template's own overhead from what the backend counted for the
-        prompt it was sent (`shown`); nothing to learn from a call that reported none."""
+        prompt it was sent (`shown`); nothing to learn from a call that reported none.
+
+        A backend that counted far fewer tokens than were sent dropped part of the
+        prompt (Ollama's window does, silently, behind HTTP 200): its answer was made
+        without the system prompt or the tools, so the run stops with that said, never
+        a silent turn. The estimate runs at most a third high (3 characters a token
+        against prose's 4), so half of it is a safe line."""
         if real > 0:
             raw = self.counter.total(shown, specs)
+            if real < raw // 2 and raw - real > TRUNCATION_SLACK:
+                raise DriverError(
+                    f"the server counted {real:,} prompt tokens of about {raw:,} sent: it"
+                    " dropped part of the prompt (its context window is smaller than the"
+                    f" {self.limits.n_ctx:,} tokens bosun plans for, from"
+                    f" {self.limits.source or 'its settings'}); give --context-size N with"
+                    " the server's real window, or raise the server's"
+                )
             self.correction = max(-raw // 2, real - raw)
 
     def restart(self, compactions: Sequence[dict[str, Any]] = ()) -> None:

@@ -48,6 +48,7 @@ class Limits:
     target: float = 0.6
     result_share: float = 0.25  # a tool result larger than this is cut on the way in
     min_reply: int = 128  # tokens the model must still have to answer
+    source: str = ""  # where n_ctx came from: --context-size, the model, a server's word
 
     @property
     def ceiling(self) -> int:

@@ -81,6 +81,7 @@ def open_model(
     api: str | None = None,
     context_size: int | None = None,
     keyless: bool = False,
+    request_timeout: float | None = 600.0,
 ) -> tuple[Driver, ModelProfile]:
     """The driver for `spec` and the profile of the model behind it. The profile comes
     first: a bad model file or capabilities.toml fails before seconds of loading.
@@ -93,9 +94,25 @@ def open_model(
         from drivers.openai_http import DUMMY_KEY
 
         options["key"] = DUMMY_KEY
+    if not local:  # a slow prefill on a big prompt may take minutes before a first byte
+        options["timeout"] = request_timeout
     if local:
         llama_log.send_to(bosun_home() / "logs" / "llama.log")  # not into the terminal
     return open_driver(spec, api=api, **options), profile
+
+
+def session_event(agent: Agent, session_id: str) -> ev.SessionStarted:
+    """The session line: with the context window in force and where it came from (the
+    flag, the model file, a server's own word), as `/model` says it too."""
+    n_ctx, source = context_in_force(agent)
+    return ev.SessionStarted(session_id, agent.driver.model, str(agent.workspace), n_ctx, source)
+
+
+def context_in_force(agent: Agent) -> tuple[int | None, str]:
+    compactor = agent.compactor
+    if compactor is None:
+        return None, "unknown"
+    return compactor.limits.n_ctx, compactor.limits.source
 
 
 def compactor_for(
@@ -104,12 +121,14 @@ def compactor_for(
     compact_at: float | None,
     view: View | None = None,
 ) -> Compactor | None:
-    """The context budget for this backend: its own context size where it knows it
-    (the in-process model), else the one the user gave; none when neither is known."""
-    n_ctx = driver.info.n_ctx or context_size
+    """The context budget for this backend: the one the user gave, else the backend's
+    own (the in-process model's, or what a server said); none when neither is known."""
+    n_ctx = context_size or driver.info.n_ctx
     if not n_ctx:
         return None
-    limits = Limits(n_ctx, compact_at if compact_at is not None else Limits.compact_at)
+    source = "--context-size" if context_size else driver.info.context_source or "the model"
+    at = compact_at if compact_at is not None else Limits.compact_at
+    limits = Limits(n_ctx, at, source=source)
     return Compactor(limits, Counter(driver.info.tokenize), view or View())
 
 
@@ -171,6 +190,7 @@ class Assembly:
                         api=settings.api,
                         context_size=settings.context_size,
                         keyless=settings.model == settings.workspace_model,
+                        request_timeout=settings.request_timeout,
                     )
             else:
                 profile = profile_of(settings.model)
@@ -231,7 +251,12 @@ class Assembly:
         """Another model for what is built from now on; the new one is opened before the
         old one is closed, so a model that fails to open leaves the old one working."""
         settings = self.settings
-        driver, profile = open_model(model, api=settings.api, context_size=settings.context_size)
+        driver, profile = open_model(
+            model,
+            api=settings.api,
+            context_size=settings.context_size,
+            request_timeout=settings.request_timeout,
+        )
         self.driver.close()
         self.driver, self.profile = driver, profile
         self.settings = settings.but(model=model)
@@ -268,7 +293,7 @@ def start_session(
     now (AGENTS.md may have changed); a stored one is taken as it was saved, compactions
     included, so the next prompt starts with the bytes the model saw before (a prefix
     cache still applies)."""
-    agent.emit(ev.SessionStarted(session_id, agent.driver.model, str(agent.workspace)))
+    agent.emit(session_event(agent, session_id))
     agent.load(stored if stored is not None else [], compactions)
     if stored is None:
         agent.add(system_message(agent.workspace))

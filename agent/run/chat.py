@@ -20,7 +20,7 @@ from agent.loop.runtime import INTERRUPTED_CALL
 from agent.mcp.hub import Hub, warn
 from agent.mcp.session import Ask
 from agent.protocol.profile import ModelProfile
-from agent.run.assemble import Assembly, recording, seat_for, start_session
+from agent.run.assemble import Assembly, recording, seat_for, session_event, start_session
 from agent.run.settings import Settings
 from agent.session import (
     SessionLog,
@@ -141,7 +141,7 @@ class ChatSession:
 
     @property
     def context_size(self) -> int | None:
-        return self.driver.info.n_ctx or self.settings.context_size
+        return self.settings.context_size or self.driver.info.n_ctx
 
     def _answer(self, calls: Sequence[ToolCall], content: str) -> None:
         for call in calls:
@@ -167,7 +167,7 @@ class ChatSession:
             assembly = self.assembly
             agent.seat = seat_for(assembly.driver, assembly.profile, self.tools, settings, view)
             self.stats.last = None  # the old model's speed is not the new one's
-            self._emit(ev.SessionStarted(self.id, assembly.driver.model, str(self.workspace)))
+            self._emit(session_event(agent, self.id))
         if settings.sandbox != old.sandbox:
             agent.sandbox = settings.sandbox  # "always" answers are reset with it
         if settings.approve != old.approve or settings.sandbox != old.sandbox:

@@ -30,6 +30,7 @@ class Settings:
     approve: str = "ask"
     constrain: str = "auto"
     api: str | None = None  # chat | completions, for openai: models
+    request_timeout: float | None = 600.0  # seconds a server may stay silent; None: no limit
     context_size: int | None = None  # None: the model's own (a server's: no budget)
     compact_at: float | None = None  # None: agent.loop.context's default
     # bash in bubblewrap under this policy (None: as the user); the knobs below are what

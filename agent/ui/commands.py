@@ -21,6 +21,7 @@ from rich.text import Text
 
 from agent.errors import ToolError, UsageError
 from agent.history import ToolResult, to_json
+from agent.run.assemble import context_in_force
 from agent.run.chat import ChatSession
 from agent.session import session_path, sessions_rows
 from agent.tools.confine import open_in_workspace, refuse_hardlinked
@@ -91,7 +92,8 @@ def _model(repl: Repl, arg: str) -> None:
     size = repl.chat.context_size
     repl.say(f"model: {repl.chat.driver.model}")
     repl.say(f"template: {profile.template_origin} · tool format: {profile.tool_format}")
-    repl.say(f"context: {size if size else 'unknown'} tokens")
+    _, source = context_in_force(repl.chat.agent)
+    repl.say(f"context: {f'{size} tokens ({source})' if size else 'unknown (--context-size N)'}")
     repl.say("models to switch to (/model NAME):")
     for name, state in model_choices():
         repl.say(f"  {name:<16} {state}")

@@ -67,8 +67,31 @@ def test_a_slow_server_is_not_retried(stub: Stub) -> None:
     driver = stub_driver(stub, api="completions", timeout=0.3)
     with pytest.raises(DriverError) as info:
         list(driver.stream(Request("p")))
-    assert str(info.value) == f"{stub.url} sent nothing for 0.3 s (the read timeout)"
+    assert str(info.value) == (
+        f"{stub.url} sent nothing for 0.3 s (a long prompt's prefill can take that long:"
+        " --request-timeout SECONDS|off)"
+    )
     assert len(stub.calls("POST /v1/completions")) == 1
+
+
+def test_request_timeout_off_waits_for_a_slow_server(
+    stub: Stub, workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--request-timeout off` through the command line: a server silent for longer than
+    a short limit would allow still answers; a bad value is a usage error."""
+    from tests.openai_servers import bosun
+
+    events = [completion_event("done waiting", "stop")]
+    stub.on("POST /v1/completions", Reply(events=events, delay=1.5))
+    spec = f"openai:{stub.url}#stub-model"
+    base = ["run", "hi", "--model", spec, "--api", "completions", "-w", str(workspace)]
+    slow = bosun(*base, "--request-timeout", "0.5")
+    assert slow.returncode == 1 and "--request-timeout SECONDS|off" in slow.stderr
+    waited = bosun(*base, "--request-timeout", "off")
+    assert waited.returncode == 0, waited.stderr
+    assert "done waiting" in waited.stdout
+    bad = bosun(*base, "--request-timeout", "-3")
+    assert bad.returncode == 2 and "give a number of seconds or off" in bad.stderr
 
 
 def test_missing_endpoint_suggests_the_other_wire(stub: Stub) -> None:

@@ -1,0 +1,152 @@
+"""What a server says about the model it serves: the context window, and where that came
+from. Without it bosun has no budget for a served model (no result capping, no
+compaction), which is what peers' trackers report most about local servers.
+
+Each server says it its own way, and none of them in the OpenAI API:
+- llama.cpp's llama-server: `GET /props` → `default_generation_settings.n_ctx` is the
+  context of one slot (the server divides `-c` among `-np` slots unless its KV cache is
+  unified), `total_slots` how many requests it serves at once;
+- vLLM and SGLang: `GET /v1/models` → each model's `max_model_len`;
+- LM Studio: `GET /api/v1/models` → the model's `loaded_instances[].config.context_length`
+  (0.4 and later), or `GET /api/v0/models/{id}` → `loaded_context_length`: the window it
+  loaded the model with, not `max_context_length` (what the model could take);
+- Ollama: `POST /api/show {"model": id}` → `model_info["<arch>.context_length"]` (what the
+  model was trained for) and `parameters` (a text block; `num_ctx N` when the Modelfile
+  sets the window). Without `num_ctx` Ollama runs a small default window (2,048 tokens,
+  4,096 in later releases) and silently drops the front of a longer prompt.
+
+The probes are cheap GETs tried in that order, each bounded by a short timeout; a server
+that answers none of them leaves the context unknown, as before. The request shapes are
+those the servers document (sources in tests/drivers/test_server_facts.py).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+Fetch = Callable[[str, dict[str, Any] | None], Any]  # (url, JSON body or None) -> JSON
+OLLAMA_DEFAULT_CTX = 2048  # Ollama's window when neither the request nor the model sets one
+_MAX_BODY = 4 * 1024 * 1024  # bytes of a probe's answer read at most
+_NUM_CTX = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.M)
+
+
+@dataclass(frozen=True)
+class ServerContext:
+    """The window one request gets, where it was read, and the server's parallel slots."""
+
+    n_ctx: int
+    source: str  # e.g. "llama-server /props (per slot)"
+    slots: int | None = None
+    server: str = ""  # "llama-server", "vllm", "lmstudio", "ollama"
+
+
+def root_of(base_url: str) -> str:
+    """The server's root: the OpenAI base URL without its trailing /v1."""
+    url = base_url.rstrip("/")
+    return url[: -len("/v1")] if url.endswith("/v1") else url
+
+
+def http_json(timeout: float = 3.0) -> Fetch:
+    """A fetch over urllib: GET, or POST with a JSON body; None for anything but a JSON
+    answer with status 200 (a server without the endpoint is not an error here)."""
+
+    def fetch(url: str, body: dict[str, Any] | None) -> Any:
+        data = json.dumps(body).encode() if body is not None else None
+        headers = {"Content-Type": "application/json"} if body is not None else {}
+        request = urllib.request.Request(url, data=data, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                if response.status != 200:
+                    return None
+                return json.loads(response.read(_MAX_BODY + 1)[:_MAX_BODY])
+        except (OSError, ValueError, urllib.error.URLError):
+            return None
+
+    return fetch
+
+
+def _positive(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _llama_server(root: str, fetch: Fetch) -> ServerContext | None:
+    props = fetch(f"{root}/props", None)
+    if not isinstance(props, dict):
+        return None
+    settings = props.get("default_generation_settings")
+    n_ctx = _positive(settings.get("n_ctx")) if isinstance(settings, dict) else None
+    if n_ctx is None:
+        return None
+    slots = _positive(props.get("total_slots"))
+    return ServerContext(n_ctx, "llama-server /props (per slot)", slots, "llama-server")
+
+
+def _models_listing(base_url: str, model: str, fetch: Fetch) -> ServerContext | None:
+    listing = fetch(f"{base_url.rstrip('/')}/models", None)
+    rows = listing.get("data") if isinstance(listing, dict) else None
+    for row in rows if isinstance(rows, list) else []:
+        if isinstance(row, dict) and row.get("id") == model:
+            n_ctx = _positive(row.get("max_model_len"))
+            if n_ctx is not None:
+                return ServerContext(n_ctx, "/v1/models max_model_len", None, "vllm")
+    return None
+
+
+def _lm_studio(root: str, model: str, fetch: Fetch) -> ServerContext | None:
+    """The window LM Studio loaded the model with (not `max_context_length`, what the
+    model could take: LM Studio loads with less unless told)."""
+    listing = fetch(f"{root}/api/v1/models", None)
+    rows = listing.get("models") if isinstance(listing, dict) else None
+    for row in rows if isinstance(rows, list) else []:
+        if not isinstance(row, dict) or row.get("key") != model:
+            continue
+        for instance in row.get("loaded_instances") or []:
+            config = instance.get("config") if isinstance(instance, dict) else None
+            n_ctx = _positive(config.get("context_length")) if isinstance(config, dict) else None
+            if n_ctx is not None:
+                return ServerContext(n_ctx, "LM Studio /api/v1/models (loaded)", None, "lmstudio")
+    info = fetch(f"{root}/api/v0/models/{model}", None)
+    loaded = _positive(info.get("loaded_context_length")) if isinstance(info, dict) else None
+    if loaded is not None:
+        return ServerContext(loaded, "LM Studio /api/v0/models (loaded)", None, "lmstudio")
+    return None
+
+
+def _ollama(root: str, model: str, fetch: Fetch) -> ServerContext | None:
+    shown = fetch(f"{root}/api/show", {"model": model})
+    if not isinstance(shown, dict) or "model_info" not in shown:
+        return None
+    parameters = shown.get("parameters")
+    match = _NUM_CTX.search(parameters) if isinstance(parameters, str) else None
+    if match:
+        return ServerContext(int(match.group(1)), "Ollama /api/show num_ctx", None, "ollama")
+    return ServerContext(OLLAMA_DEFAULT_CTX, "Ollama's default window", None, "ollama")
+
+
+def ollama_trained_context(root: str, model: str, fetch: Fetch) -> int | None:
+    """What the model behind Ollama was trained for (`<arch>.context_length`): the most
+    a request may ask for with `num_ctx`."""
+    shown = fetch(f"{root}/api/show", {"model": model})
+    info = shown.get("model_info") if isinstance(shown, dict) else None
+    if not isinstance(info, dict):
+        return None
+    lengths = (_positive(v) for k, v in info.items() if k.endswith(".context_length"))
+    return next((n for n in lengths if n is not None), None)
+
+
+def detect_context(base_url: str, model: str, fetch: Fetch | None = None) -> ServerContext | None:
+    """The context one request to `model` gets on the server at `base_url`, or None."""
+    fetch = fetch or http_json()
+    root = root_of(base_url)
+    return (
+        _llama_server(root, fetch)
+        or _models_listing(base_url, model, fetch)
+        or _lm_studio(root, model, fetch)
+        or _ollama(root, model, fetch)
+    )
