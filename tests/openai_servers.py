@@ -53,6 +53,37 @@ runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 
 
 @contextlib.contextmanager
+def serving(cmd: list[str], log: Path, ready: str, what: str, timeout: float) -> Iterator[None]:
+    """`cmd` running, its output in `log`, until `ready` answers 200; stopped after.
+    Raises RuntimeError (with the log's tail) if it exits or does not answer in time."""
+    with log.open("wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                tail = log.read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"{what} exited with {proc.returncode}:\n{tail}")
+            with (
+                contextlib.suppress(OSError),
+                urllib.request.urlopen(ready, timeout=2) as resp,
+            ):
+                if resp.status == 200:
+                    break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{what} did not answer within {timeout:g} s")
+            time.sleep(0.2)
+        yield
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+@contextlib.contextmanager
 def serve_llama(
     gguf: Path, log: Path, *, n_ctx: int = 2048, threads: int = 1, timeout: float = 60.0
 ) -> Iterator[str]:
@@ -68,31 +99,8 @@ def serve_llama(
     cmd += ["--n_threads", str(threads), "--n_threads_batch", str(threads)]
     cmd += ["--interrupt_requests", "false", "--verbose", "false"]
     url = f"http://127.0.0.1:{port}/v1"
-    with log.open("wb") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                tail = log.read_text(errors="replace")[-2000:]
-                raise RuntimeError(f"llama_cpp.server exited with {proc.returncode}:\n{tail}")
-            with (
-                contextlib.suppress(OSError),
-                urllib.request.urlopen(f"{url}/models", timeout=2) as resp,
-            ):
-                if resp.status == 200:
-                    break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"llama_cpp.server did not answer within {timeout:g} s")
-            time.sleep(0.2)
+    with serving(cmd, log, f"{url}/models", "llama_cpp.server", timeout):
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 @contextlib.contextmanager
@@ -154,31 +162,8 @@ def real_llama_server(
     cmd += ["-c", str(n_ctx), "-np", str(slots), "-t", "1", "-tb", "1", "--jinja"]
     cmd += ["--alias", MODEL_ALIAS, "--no-webui"] + (["--kv-unified"] if unified else [])
     root = f"http://127.0.0.1:{port}"
-    with log.open("wb") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                tail = log.read_text(errors="replace")[-2000:]
-                raise RuntimeError(f"llama-server exited with {proc.returncode}:\n{tail}")
-            with (
-                contextlib.suppress(OSError),
-                urllib.request.urlopen(f"{root}/health", timeout=2) as resp,
-            ):
-                if resp.status == 200:
-                    break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"llama-server did not answer within {timeout:g} s")
-            time.sleep(0.2)
+    with serving(cmd, log, f"{root}/health", "llama-server", timeout):
         yield f"{root}/v1"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 # --- a stub server ------------------------------------------------------------------

@@ -117,16 +117,18 @@ def test_a_server_that_drops_the_prompts_front_ends_with_the_truncation_error(
     proxy.daemon_threads = True
     threading.Thread(target=proxy.serve_forever, args=(0.05,), daemon=True).start()
     url = f"http://127.0.0.1:{proxy.server_address[1]}/v1"
+    # a short reply, so the stream ends with the server's usage (a halted one has none)
+    tasks = workspace.parent / "tasks.jsonl"
+    tasks.write_text(json.dumps({"id": "t1", "prompt": "Say hi.", "max_tokens": 12}) + "\n")
     try:
         out = bosun(
-            "run", "What is in this folder?", "--model", f"openai:{url}#{MODEL_ALIAS}",
-            "--api", "completions", "--approve", "read-only", "--output", "jsonl",
-            "--workspace", str(workspace),
+            "run", "--tasks", str(tasks), "--model", f"openai:{url}#{MODEL_ALIAS}",
+            "--api", "completions", "--approve", "read-only", "--workspace", str(workspace),
         )  # fmt: skip
     finally:
         proxy.shutdown()
         proxy.server_close()
     assert out.returncode == 1, out.stdout[-2000:] + out.stderr[-2000:]
-    result = events_of(out)[-1]
-    assert result["type"] == "result" and result["status"] == "error"
+    [result] = [e for e in events_of(out) if e["type"] == "result"]
+    assert result["status"] == "error", result
     assert "dropped part of the prompt" in result["error"]
