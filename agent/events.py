@@ -60,6 +60,13 @@ class SessionStarted(AgentEvent):
     context: int | None = None  # tokens of context, where known
     context_source: str = ""  # where that came from: --context-size, the model, a server
 
+    def to_dict(self) -> dict[str, Any]:
+        """The documented four fields, and the context's two only where it is known."""
+        record = super().to_dict()
+        if self.context is None:
+            del record["context"], record["context_source"]
+        return record
+
 
 @dataclass(frozen=True)
 class TextDelta(AgentEvent):

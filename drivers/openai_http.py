@@ -19,6 +19,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
@@ -43,7 +44,7 @@ from drivers.openai_wire import (
     finish_usage,
     usage_of,
 )
-from drivers.server_facts import detect_context
+from drivers.server_facts import detect_context, http_json
 
 __all__ = ["OpenAIDriver", "open_openai"]
 
@@ -186,18 +187,11 @@ class OpenAIDriver:
         # session files record where the completions came from.
         self.model = f"openai:{base_url}#{model_name}"
         self.api: Api = api
-        # What the server says of its window (and slots): asked once, here; nothing is
-        # assumed of a server that does not say (agent.run.assemble then has no budget).
-        self.server = detect_context(base_url, model_name) if probe_context else None
-        if self.server is not None and self.server.slots:
-            max_concurrency = min(max_concurrency, self.server.slots)
         self.info = DriverInfo(
             # Only /v1/completions takes a GBNF grammar (llama.cpp servers, in the body).
             grammar=api == "completions",
             chat=api == "chat",
             max_concurrency=max_concurrency,
-            n_ctx=self.server.n_ctx if self.server is not None else None,
-            context_source=self.server.source if self.server is not None else "",
             # n_params unknown over HTTP: --constrain auto stays off
         )
         self.temperature = temperature
@@ -218,8 +212,27 @@ class OpenAIDriver:
         self.available: list[str] = []
         if check_model:
             self._check_model()
+        # What the server says of its window (and slots): asked once, after the model
+        # and the key were accepted, with the same key; nothing is assumed of a server
+        # that does not say (agent.run.assemble then has no budget).
+        self.server = (
+            detect_context(base_url, model_name, http_json(headers=self._auth()))
+            if probe_context
+            else None
+        )
+        if self.server is not None:
+            slots = self.server.slots
+            self.info = replace(
+                self.info,
+                n_ctx=self.server.n_ctx,
+                context_source=self.server.source,
+                max_concurrency=min(max_concurrency, slots) if slots else max_concurrency,
+            )
 
     # -- plumbing --
+
+    def _auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.client.api_key}"}
 
     def _retrying(self, what: str, call: Callable[[], _T]) -> _T:
         """Run `call`, retrying connection errors, 429 and 5xx with exponential backoff."""

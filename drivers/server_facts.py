@@ -52,14 +52,17 @@ def root_of(base_url: str) -> str:
     return url[: -len("/v1")] if url.endswith("/v1") else url
 
 
-def http_json(timeout: float = 3.0) -> Fetch:
+def http_json(timeout: float = 3.0, headers: dict[str, str] | None = None) -> Fetch:
     """A fetch over urllib: GET, or POST with a JSON body; None for anything but a JSON
-    answer with status 200 (a server without the endpoint is not an error here)."""
+    answer with status 200 (a server without the endpoint is not an error here).
+    `headers`: the driver's own (its key), never more."""
 
     def fetch(url: str, body: dict[str, Any] | None) -> Any:
         data = json.dumps(body).encode() if body is not None else None
-        headers = {"Content-Type": "application/json"} if body is not None else {}
-        request = urllib.request.Request(url, data=data, headers=headers)
+        sent = {**(headers or {})}
+        if body is not None:
+            sent["Content-Type"] = "application/json"
+        request = urllib.request.Request(url, data=data, headers=sent)
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
                 if response.status != 200:

@@ -140,6 +140,10 @@ def test_the_driver_takes_the_window_and_the_slots(stub: Stub) -> None:
     driver = stub_driver(stub, max_concurrency=32)
     assert driver.info.n_ctx == 1536 and driver.info.max_concurrency == 4
     assert driver.info.context_source == "llama-server /props (per slot)"
+    # asked after the model listing accepted the key, and with the same key
+    routes = [r["route"] for r in stub.requests]
+    assert routes.index("GET /v1/models") < routes.index("GET /props")
+    assert stub.calls("GET /props")[0]["headers"]["authorization"].startswith("Bearer ")
     stub.on("GET /props", Reply(404, {}))
     assert stub_driver(stub, probe_context=False).info.n_ctx is None
 
