@@ -14,7 +14,6 @@ caller: once text has been streamed out, a retry would duplicate it.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -37,6 +36,7 @@ from drivers.base import (
     interrupted,
     never,
 )
+from drivers.openai_errors import connection_reason, is_transport_error, server_message
 from drivers.openai_wire import (
     CallAssembler,
     extra_field,
@@ -89,62 +89,6 @@ def parse_spec(spec: str) -> tuple[str, str]:
 def api_key() -> str:
     """BOSUN_API_KEY first (specific to bosun), then the usual OPENAI_API_KEY."""
     return os.environ.get("BOSUN_API_KEY") or os.environ.get("OPENAI_API_KEY") or DUMMY_KEY
-
-
-def _one_line(text: str, limit: int = 300) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _cause_chain(exc: BaseException) -> Iterator[BaseException]:
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        yield current
-        current = current.__cause__ or current.__context__
-
-
-def _connection_reason(exc: BaseException) -> str:
-    """Why a connection failed, in a few words ("connection refused")."""
-    chain = list(_cause_chain(exc))
-    names = {type(err).__name__ for err in chain}
-    for err in chain:
-        text = str(err).lower()
-        if isinstance(err, ConnectionRefusedError) or "refused" in text:
-            return "connection refused"
-        if "name or service not known" in text or "nodename nor servname" in text:
-            return "unknown host"
-    if names & {"ConnectTimeout", "PoolTimeout"}:
-        return "connection timed out"
-    if names & {"ReadTimeout", "WriteTimeout", "APITimeoutError"}:
-        return "no data before the read timeout"
-    inner = chain[-1] if len(chain) > 1 else exc
-    return _one_line(str(inner)) or type(inner).__name__
-
-
-def _server_message(exc: Any) -> str:
-    """The server's own words from an error response: OpenAI, FastAPI and llama.cpp
-    all nest them differently."""
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return _one_line(error["message"])
-        if isinstance(error, str):
-            return _one_line(error)
-        detail = body.get("detail")
-        if detail is not None:
-            return _one_line(detail if isinstance(detail, str) else json.dumps(detail))
-    if isinstance(body, str) and body.strip():
-        return _one_line(body)
-    return _one_line(getattr(exc, "message", "") or str(exc))
-
-
-def _is_transport_error(exc: BaseException) -> bool:
-    """httpx (or the httpx2 fork newer openai releases use) errors that older openai
-    versions let escape unwrapped from a stream."""
-    return type(exc).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "httpcore2")
 
 
 # --- the driver ---------------------------------------------------------------------
@@ -245,7 +189,7 @@ class OpenAIDriver:
                 if exc.status_code not in _RETRY_STATUS or attempt == attempts - 1:
                     raise self._status_error(what, exc, attempt + 1) from None
             except openai.APIConnectionError as exc:
-                reason = _connection_reason(exc)
+                reason = connection_reason(exc)
                 if reason == "no data before the read timeout":
                     # The server is there but slow: a retry would only wait longer.
                     raise DriverError(
@@ -262,7 +206,7 @@ class OpenAIDriver:
 
     def _status_error(self, what: str, exc: Any, tries: int) -> DriverError:
         status = exc.status_code
-        message = _server_message(exc)
+        message = server_message(exc)
         where = self.base_url
         if status in (401, 403):
             return DriverError(
@@ -306,15 +250,15 @@ class OpenAIDriver:
             raise self._status_error(what, exc, 1) from None
         except openai.APIError as exc:
             if isinstance(exc, openai.APIConnectionError):
-                reason = _connection_reason(exc)
+                reason = connection_reason(exc)
             else:  # an {"error": …} event in the middle of the stream
-                reason = _server_message(exc)
+                reason = server_message(exc)
             raise DriverError(f"{self.base_url}: the {what} stream broke off: {reason}") from None
         except Exception as exc:
-            if not _is_transport_error(exc):
+            if not is_transport_error(exc):
                 raise
             raise DriverError(
-                f"{self.base_url}: the {what} stream broke off: {_connection_reason(exc)}"
+                f"{self.base_url}: the {what} stream broke off: {connection_reason(exc)}"
             ) from None
         finally:
             close = getattr(stream, "close", None)

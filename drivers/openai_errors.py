@@ -1,0 +1,65 @@
+"""What went wrong talking to a server, in a few words: the reason a connection failed,
+and the server's own message from an error response (OpenAI, FastAPI and llama.cpp each
+nest it differently). Apart from the driver so its request logic reads on its own."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def cause_chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def connection_reason(exc: BaseException) -> str:
+    """Why a connection failed, in a few words ("connection refused")."""
+    chain = list(cause_chain(exc))
+    names = {type(err).__name__ for err in chain}
+    for err in chain:
+        text = str(err).lower()
+        if isinstance(err, ConnectionRefusedError) or "refused" in text:
+            return "connection refused"
+        if "name or service not known" in text or "nodename nor servname" in text:
+            return "unknown host"
+    if names & {"ConnectTimeout", "PoolTimeout"}:
+        return "connection timed out"
+    if names & {"ReadTimeout", "WriteTimeout", "APITimeoutError"}:
+        return "no data before the read timeout"
+    inner = chain[-1] if len(chain) > 1 else exc
+    return one_line(str(inner)) or type(inner).__name__
+
+
+def server_message(exc: Any) -> str:
+    """The server's own words from an error response: OpenAI, FastAPI and llama.cpp
+    all nest them differently."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return one_line(error["message"])
+        if isinstance(error, str):
+            return one_line(error)
+        detail = body.get("detail")
+        if detail is not None:
+            return one_line(detail if isinstance(detail, str) else json.dumps(detail))
+    if isinstance(body, str) and body.strip():
+        return one_line(body)
+    return one_line(getattr(exc, "message", "") or str(exc))
+
+
+def is_transport_error(exc: BaseException) -> bool:
+    """httpx (or the httpx2 fork newer openai releases use) errors that older openai
+    versions let escape unwrapped from a stream."""
+    return type(exc).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "httpcore2")
