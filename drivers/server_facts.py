@@ -68,8 +68,8 @@ def http_json(timeout: float = 3.0, headers: dict[str, str] | None = None) -> Fe
                 if response.status != 200:
                     return None
                 return json.loads(response.read(_MAX_BODY + 1)[:_MAX_BODY])
-        except (OSError, ValueError, urllib.error.URLError):
-            return None
+        except (OSError, ValueError, RecursionError, urllib.error.URLError):
+            return None  # no answer, or not one bosun can read: nothing learnt
 
     return fetch
 
@@ -109,7 +109,8 @@ def _lm_studio(root: str, model: str, fetch: Fetch) -> ServerContext | None:
     for row in rows if isinstance(rows, list) else []:
         if not isinstance(row, dict) or row.get("key") != model:
             continue
-        for instance in row.get("loaded_instances") or []:
+        instances = row.get("loaded_instances")
+        for instance in instances if isinstance(instances, list) else []:
             config = instance.get("config") if isinstance(instance, dict) else None
             n_ctx = _positive(config.get("context_length")) if isinstance(config, dict) else None
             if n_ctx is not None:

@@ -199,3 +199,49 @@ def test_a_server_that_dropped_the_prompt_front_is_an_error_not_a_turn(
 def test_models_listing_without_the_model_is_not_a_context(stub: Stub) -> None:
     stub.on("GET /v1/models", Reply(body={"data": [{"id": "other", "max_model_len": 4096}]}))
     assert detect_context(stub.url, "stub-model") is None
+
+
+@pytest.mark.parametrize(
+    "routes",
+    [
+        {"GET /api/v1/models": {"models": [{"key": "stub-model", "loaded_instances": 5}]}},
+        {"GET /props": {"default_generation_settings": "[" * 100_000}},
+        {"POST /api/show": {"model_info": {"x.context_length": True}, "parameters": 7}},
+        {"GET /v1/models": {"data": "not a list"}},
+    ],
+    ids=["instances-not-a-list", "a-string-of-brackets", "wrong-types", "listing-not-a-list"],
+)
+def test_a_hostile_answer_teaches_nothing_and_never_raises(stub: Stub, routes: dict) -> None:
+    for route, body in routes.items():
+        stub.on(route, Reply(body=body))
+    found = detect_context(stub.url, "stub-model")
+    assert found is None or found.source == "Ollama's default window"
+
+
+def test_a_deeply_nested_answer_is_not_a_recursion_error() -> None:
+    """json.loads recurses once per bracket: 100,000 of them would end the run."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from drivers.server_facts import http_json
+
+    class Deep(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            return None
+
+        def do_GET(self) -> None:
+            body = b"[" * 100_000
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Deep)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        assert http_json()(f"{url}/props", None) is None
+        assert detect_context(f"{url}/v1", "m") is None
+    finally:
+        server.shutdown()
+        server.server_close()
