@@ -50,6 +50,12 @@ class DriverError(HarnessError):
     """The backend failed (server down, model file unreadable, the prompt too long)."""
 
 
+class ContextOverflow(DriverError):
+    """The server refused the prompt as longer than its context (llama-server's
+    "exceeds the available context size", vLLM's "maximum context length"): the agent
+    compacts and asks once more before this ends the run."""
+
+
 class UsageError(HarnessError):
     """The user asked for something that cannot work (a bad flag, a missing file, an
     unknown model): not a backend's failure, and exit 2 rather than 1."""
@@ -164,6 +170,7 @@ class DriverInfo:
     data_spans: bool = False
     n_ctx: int | None = None  # context size in tokens, where known
     context_source: str = ""  # where n_ctx was read ("llama-server /props (per slot)", …)
+    server: str = ""  # the kind of server behind it, where known ("llama-server", "vllm", …)
     n_params: int | None = None  # model size, where known (--constrain auto uses it)
     max_concurrency: int = 1  # streams one driver serves at once (1: one KV cache)
     tokenize: Callable[[str], list[int]] | None = None

@@ -63,3 +63,21 @@ def is_transport_error(exc: BaseException) -> bool:
     """httpx (or the httpx2 fork newer openai releases use) errors that older openai
     versions let escape unwrapped from a stream."""
     return type(exc).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "httpcore2")
+
+
+# How servers refuse a prompt longer than their window, in their own words: llama-server
+# ("the request exceeds the available context size"), vLLM ("This model's maximum
+# context length is N tokens"), OpenAI ("context_length_exceeded"), SGLang ("is longer
+# than the model's context length").
+_OVERFLOW_WORDS = (
+    "exceeds the available context size",
+    "maximum context length",
+    "context_length_exceeded",
+    "longer than the model's context length",
+)
+
+
+def is_context_overflow(status: int, message: str) -> bool:
+    """A 400 that says the prompt did not fit: compaction can fix it, a retry cannot."""
+    text = message.lower()
+    return status == 400 and any(words in text for words in _OVERFLOW_WORDS)

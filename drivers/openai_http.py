@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 from drivers.base import (
     ChatChunk,
     Chunk,
+    ContextOverflow,
     DriverError,
     DriverInfo,
     Halt,
@@ -36,7 +37,12 @@ from drivers.base import (
     interrupted,
     never,
 )
-from drivers.openai_errors import connection_reason, is_transport_error, server_message
+from drivers.openai_errors import (
+    connection_reason,
+    is_context_overflow,
+    is_transport_error,
+    server_message,
+)
 from drivers.openai_wire import (
     CallAssembler,
     extra_field,
@@ -44,7 +50,7 @@ from drivers.openai_wire import (
     finish_usage,
     usage_of,
 )
-from drivers.server_facts import detect_context, http_json
+from drivers.server_facts import detect_context, exact_count, http_json, root_of
 
 __all__ = ["OpenAIDriver", "open_openai"]
 
@@ -53,6 +59,7 @@ APIS: tuple[Api, ...] = ("chat", "completions")
 DUMMY_KEY = "sk-no-key-needed"  # local servers ignore it; the client refuses an empty one
 EXAMPLE = "openai:http://localhost:8080/v1#qwen3-8b"
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+_EXACT_SLACK = 2  # tokens: a BOS counted one way and not the other is not a loss
 _T = TypeVar("_T")
 
 
@@ -170,6 +177,7 @@ class OpenAIDriver:
                 self.info,
                 n_ctx=self.server.n_ctx,
                 context_source=self.server.source,
+                server=self.server.server,
                 max_concurrency=min(max_concurrency, slots) if slots else max_concurrency,
             )
 
@@ -218,6 +226,10 @@ class OpenAIDriver:
             endpoint = "/chat/completions" if what == "chat" else "/completions"
             return DriverError(
                 f"{where} has no {endpoint} endpoint (HTTP 404): {message}; try --api {other}"
+            )
+        if is_context_overflow(status, message):
+            return ContextOverflow(
+                f"{where} refused the prompt as too long for its context: {message}"
             )
         after = f" after {tries} tries" if tries > 1 else ""
         return DriverError(f"{where} {what} request failed with HTTP {status}{after}: {message}")
@@ -301,10 +313,27 @@ class OpenAIDriver:
                 **params,
             )
 
-        chunks = self._completion_chunks(self._retrying("completions", create), started)
+        stream = self._retrying("completions", create)
+        chunks = self._completion_chunks(stream, started, request.prompt)
         return halting(chunks, halt, interrupted)
 
-    def _completion_chunks(self, stream: Any, started: float) -> Iterator[Chunk]:
+    def _check_whole(self, prompt: str, usage: Usage | None) -> None:
+        """Where the server tokenizes on request (llama-server's /tokenize), the prompt
+        tokens it reported must be all of the prompt: fewer means it dropped some, and
+        the answer was made without them. Exact, so a small loss is caught too, which
+        the estimate-based guard (agent.loop.compact) cannot tell from noise."""
+        if self.server is None or self.server.server != "llama-server" or not usage:
+            return
+        real = usage.prompt_tokens
+        exact = exact_count(root_of(self.base_url), prompt, http_json(headers=self._auth()))
+        if real and exact and real < exact - _EXACT_SLACK:
+            raise DriverError(
+                f"{self.base_url} counted {real:,} prompt tokens of the {exact:,} it was sent"
+                " (its own /tokenize): it dropped part of the prompt, so its answer was made"
+                " without it; raise the server's context (-c) or give --context-size N"
+            )
+
+    def _completion_chunks(self, stream: Any, started: float, prompt: str) -> Iterator[Chunk]:
         finish: str | None = None
         usage: Usage | None = None
         pieces = 0
@@ -318,6 +347,7 @@ class OpenAIDriver:
                     finish = choice.finish_reason
         if finish is None:
             raise self._cut_off("completions")
+        self._check_whole(prompt, usage)
         yield Chunk(
             "", usage=finish_usage(usage, pieces, started), finish_reason=finish_reason_of(finish)
         )

@@ -144,6 +144,35 @@ def ollama_trained_context(root: str, model: str, fetch: Fetch) -> int | None:
     return next((n for n in lengths if n is not None), None)
 
 
+# How to have each server parse tool calls itself, for a chat reply whose calls came back
+# as text: its documented switches (llama-server README "--jinja"; vLLM "Tool Calling":
+# --enable-auto-tool-choice --tool-call-parser; SGLang "Tool Parser": --tool-call-parser).
+_PARSER_FIX = {
+    "llama-server": "start llama-server with --jinja (it parses calls with the model's template)",
+    "vllm": "start vLLM (or SGLang) with --enable-auto-tool-choice --tool-call-parser NAME"
+    " (the parser for {format})",
+    "ollama": "Ollama parses calls only for models whose template declares tools",
+    "lmstudio": "LM Studio parses calls only for models it knows a tool format for",
+}
+
+
+def text_calls_fix(server: str, tool_format: str) -> str:
+    """What to change so `server` parses the calls itself; always ends with bosun's own
+    way out (--api completions: bosun renders the prompt and parses the text)."""
+    fix = _PARSER_FIX.get(server, "").format(format=tool_format)
+    way_out = "or use --api completions, where bosun renders and parses the model's format"
+    return f"{fix}; {way_out}" if fix else way_out
+
+
+def exact_count(root: str, prompt: str, fetch: Fetch) -> int | None:
+    """How many tokens llama-server makes of `prompt` (`POST /tokenize`, with the special
+    tokens a completion adds and parses): the count its usage must match when nothing
+    was dropped. None where the server does not answer it."""
+    answer = fetch(f"{root}/tokenize", {"content": prompt, "add_special": True})
+    tokens = answer.get("tokens") if isinstance(answer, dict) else None
+    return len(tokens) if isinstance(tokens, list) else None
+
+
 def detect_context(base_url: str, model: str, fetch: Fetch | None = None) -> ServerContext | None:
     """The context one request to `model` gets on the server at `base_url`, or None."""
     fetch = fetch or http_json()

@@ -124,6 +124,9 @@ CASES: dict[str, tuple[Case, ...]] = {
         Case(("run", PROMPT, "--model", "openai:{url}#smollm2-135m")),
     ),
     "bosun models": (Case(("models",), shows="smollm2-135m"),),
+    "bosun models openai:http://127.0.0.1:8080/v1#m": (
+        Case(("models", "openai:{url}#smollm2-135m"), shows="context_source"),
+    ),
     "bosun render --session ID": (Case(("render", "--session", "{id}"), shows="README.md"),),
     "bosun render": (Case(("render",), shows="a coding agent working in"),),
     "bosun sessions list | show ID [--json]": (

@@ -13,11 +13,16 @@ from agent.cli.common import ModelOpt, WorkspaceOpt, table
 
 
 def models(
-    paths: Annotated[list[str] | None, typer.Argument(help="GGUF files to inspect too.")] = None,
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(help="GGUF files, or openai:URL#MODEL served models, to inspect."),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
 ) -> None:
-    """Bundled models, or each given GGUF's resolved profile: template, tool format,
-    reasoning markers, wire remap and every adaptation bosun makes, with its reason."""
+    """Bundled models, or each given GGUF's (or served model's) resolved profile:
+    template, tool format, reasoning markers, wire remap and every adaptation bosun
+    makes, with its reason; for a served model, the context its server gives and where
+    that was read."""
     from agent.cli.listing import models_rows
     from agent.untrusted import visible
 

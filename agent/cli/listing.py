@@ -22,6 +22,9 @@ def models_rows(extra: list[str]) -> list[dict[str, str]]:
         row["size"] = f"{path.stat().st_size / 1e6:.0f} MB" if path else "not installed"
         rows.append(row)
     for spec in extra:
+        if spec.lower().startswith("openai:"):
+            rows.append(served_row(spec))
+            continue
         if not Path(spec).is_file():
             raise UsageError(f"model file not found: {spec}")
         try:
@@ -31,6 +34,26 @@ def models_rows(extra: list[str]) -> list[dict[str, str]]:
         row["size"] = f"{Path(spec).stat().st_size / 1e6:.0f} MB"
         rows.append(row)
     return rows
+
+
+def served_row(spec: str) -> dict[str, str]:
+    """A served model's row: its profile (from its name) and what the server says of
+    its window, where that came from, its kind and its parallel slots."""
+    from drivers.openai_http import open_openai
+
+    driver = open_openai(spec)
+    try:
+        info = driver.info
+        row = profile_for(spec).summary()
+        row["size"] = "served"
+        row["server"] = info.server or "unknown"
+        row["context"] = f"{info.n_ctx:,}" if info.n_ctx else "unknown"
+        row["context_source"] = info.context_source or "the server does not say"
+        slots = driver.server.slots if driver.server is not None else None
+        row["slots"] = str(slots) if slots else "unknown"
+        return row
+    finally:
+        driver.close()
 
 
 NEW_TASK = "(your task)"

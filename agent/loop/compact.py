@@ -33,6 +33,7 @@ from agent.protocol.profile import ModelProfile
 from drivers.base import Driver, DriverError, Halt, Usage
 
 TRUNCATION_SLACK = 256  # tokens: below this a short count is noise, not a lost prompt
+OVERFLOW_SLACK = 8  # tokens short of the context that still count as a full one
 
 SUMMARY_TOKENS = 320  # the most a summary may cost (less in a small context)
 CAP_NOTE_TOKENS = 64  # what a cut result's note on what was left out costs
@@ -93,7 +94,14 @@ class Compactor:
         """The prompt the view makes, in tokens (estimated, then corrected)."""
         return self.counter.total(self.view.messages(history), specs) + self.correction
 
-    def observe(self, shown: Sequence[Message], specs: Sequence[dict[str, Any]], real: int) -> None:
+    def observe(
+        self,
+        shown: Sequence[Message],
+        specs: Sequence[dict[str, Any]],
+        real: int,
+        *,
+        chat: bool = False,
+    ) -> None:
         """Learn the template's own overhead from what the backend counted for the
         prompt it was sent (`shown`); nothing to learn from a call that reported none.
 
@@ -101,18 +109,39 @@ class Compactor:
         prompt (Ollama's window does, silently, behind HTTP 200): its answer was made
         without the system prompt or the tools, so the run stops with that said, never
         a silent turn. The estimate runs at most a third high (3 characters a token
-        against prose's 4), so half of it is a safe line."""
-        if real > 0:
-            raw = self.counter.total(shown, specs)
-            if real < raw // 2 and raw - real > TRUNCATION_SLACK:
+        against prose's 4), so half of it is a safe line. `chat`: the server rendered
+        the prompt, so a count that holds the conversation but not the tools means it
+        left the tools out (llama-server without --jinja, a template without tools)."""
+        if real <= 0:
+            return
+        raw = self.counter.total(shown, specs)
+        if real < raw // 2 and raw - real > TRUNCATION_SLACK:
+            bare = self.counter.total(shown, ())
+            if chat and specs and real >= bare // 2:
                 raise DriverError(
-                    f"the server counted {real:,} prompt tokens of about {raw:,} sent: it"
-                    " dropped part of the prompt (its context window is smaller than the"
-                    f" {self.limits.n_ctx:,} tokens bosun plans for, from"
-                    f" {self.limits.source or 'its settings'}); give --context-size N with"
-                    " the server's real window, or raise the server's"
+                    f"the server counted {real:,} prompt tokens, about the conversation"
+                    f" without its tools ({bare:,}): it left the tools out of the prompt"
+                    " (llama-server does without --jinja, as does a chat template without"
+                    " tools); start it with --jinja, or use --api completions, where bosun"
+                    " renders the tools itself"
                 )
-            self.correction = max(-raw // 2, real - raw)
+            raise DriverError(
+                f"the server counted {real:,} prompt tokens of about {raw:,} sent: it"
+                " dropped part of the prompt (its context window is smaller than the"
+                f" {self.limits.n_ctx:,} tokens bosun plans for, from"
+                f" {self.limits.source or 'its settings'}); give --context-size N with"
+                " the server's real window, or raise the server's"
+            )
+        self.correction = max(-raw // 2, real - raw)
+
+    def overflowed(self, finish: str, usage: Usage, max_tokens: int) -> bool:
+        """A reply cut by the context filling up, not by its own `max_tokens`: the
+        server stopped where the window ended (llama-server does, with finish "length"),
+        so the model never got to finish its call or its answer."""
+        if finish != "length" or usage.prompt_tokens <= 0:
+            return False
+        used = usage.prompt_tokens + usage.completion_tokens
+        return usage.completion_tokens < max_tokens and used >= self.limits.n_ctx - OVERFLOW_SLACK
 
     def restart(self, compactions: Sequence[dict[str, Any]] = ()) -> None:
         """A new or resumed conversation: its view, from its compaction records."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,7 +37,8 @@ from agent.tools.checkpoints import Checkpoints
 from agent.tools.orchestrator import INTERRUPTED_CALL, Gate, run_call
 from agent.tools.permissions import Approver, refused_run
 from agent.tools.registry import ToolRegistry
-from drivers.base import Driver, Usage
+from drivers.base import ContextOverflow, Driver, Usage
+from drivers.server_facts import text_calls_fix
 
 if TYPE_CHECKING:
     from agent.tools.sandbox import SandboxPolicy
@@ -101,6 +102,7 @@ class Agent:
     checkpoints: Checkpoints | None = None
     state: RunState = field(default_factory=RunState)
     _ids: int = 0
+    _told_text_calls: bool = False
 
     @property
     def driver(self) -> Driver:
@@ -217,18 +219,72 @@ class Agent:
             halt=self.cancel.is_set,
             trace=self.trace,
         )
-        reply = call_model(self.driver, self.profile, request)
-        if self.compactor is not None:
-            self.compactor.observe(shown, specs, reply.usage.prompt_tokens)
+        reply = self._ask(request)
+        if reply.text_calls and not self._told_text_calls:
+            self._told_text_calls = True  # once a session: the server stays as it is
+            self.emit(ev.Diagnostic(text_calls_said(self.driver.info.server, self.profile)))
         if reply.interrupted:
             self.cancel.set()
         self._account(reply.usage)
         reply.calls = [self._renumber(call) for call in reply.calls]
         return reply
 
+    def _ask(self, request: Query) -> Reply:
+        """The model call; where the context overflowed (the server refused the prompt
+        as too long, or cut the reply off at a full window, not at its own limit), the
+        conversation is compacted as far as it goes and asked once more. The cut reply
+        is dropped (its calls were never whole); when nothing could be compacted, the
+        refusal ends the run and a cut reply stands (the model reads it was cut off)."""
+        compactor = self.compactor
+        try:
+            reply = call_model(self.driver, self.profile, request)
+        except ContextOverflow:
+            refused = "the server refused the prompt as longer than its context"
+            if compactor is None or not self._make_room(refused):
+                raise
+            return self._ask_again(request)
+        if compactor is None:
+            return reply
+        self._observe(request, reply)
+        if reply.interrupted or not compactor.overflowed(
+            reply.finish, reply.usage, request.max_tokens
+        ):
+            return reply
+        used = reply.usage.prompt_tokens + reply.usage.completion_tokens
+        full = f"the reply filled the context ({used:,} of {compactor.limits.n_ctx:,} tokens)"
+        if not self._make_room(full):
+            return reply
+        self._account(reply.usage)
+        return self._ask_again(request)
+
+    def _make_room(self, why: str) -> bool:
+        assert self.compactor is not None
+        if self._fit(force=True) is None:
+            return False
+        self.emit(ev.Diagnostic(f"{why}: compacted the conversation and asked again"))
+        return True
+
+    def _ask_again(self, request: Query) -> Reply:
+        assert self.compactor is not None
+        again = replace(request, history=self.compactor.view.messages(self.history))
+        reply = call_model(self.driver, self.profile, again)
+        self._observe(again, reply)
+        return reply
+
+    def _observe(self, request: Query, reply: Reply) -> None:
+        assert self.compactor is not None
+        real, chat = reply.usage.prompt_tokens, self.driver.info.chat
+        self.compactor.observe(request.history, request.specs, real, chat=chat)
+
     def compact(self, force: bool = False) -> list[Message]:
         """The messages the model is shown, compacted first where the context needs it
         (`force`: as far as it goes, for /compact)."""
+        assert self.compactor is not None
+        self._fit(force)
+        return self.compactor.view.messages(self.history)
+
+    def _fit(self, force: bool) -> ev.Compaction | None:
+        """Compact where needed (`force`: as far as it goes); the event, if it did."""
         assert self.compactor is not None
         specs, tokens = self.tools.specs(), self.compactor.summary_tokens
         summarise = model_summariser(
@@ -243,7 +299,7 @@ class Agent:
         event = self.compactor.fit(self.history, specs, summarise, force=force)
         if event is not None:
             self.emit(event)
-        return self.compactor.view.messages(self.history)
+        return event
 
     def _account(self, usage: Usage) -> None:
         self.state.usage.add(usage)
@@ -319,3 +375,12 @@ class Agent:
         if outcome.interrupted:
             self.cancel.set()
         return outcome.result, outcome.redirected
+
+
+def text_calls_said(server: str, profile: ModelProfile) -> str:
+    """The line a person reads when a chat server's reply held its calls as text."""
+    fmt = profile.tool_format
+    return (
+        f"the server sent tool calls as text (its tool parser did not run); bosun's {fmt}"
+        f" parser recovered them. To have the server parse them: {text_calls_fix(server, fmt)}"
+    )

@@ -60,6 +60,8 @@ class Reply:
     reasoning: str = ""
     usage: Usage = field(default_factory=Usage)
     interrupted: bool = False  # the user stopped it: its calls were never seen through
+    finish: str = "stop"  # "length": cut by max_tokens or a full context
+    text_calls: bool = False  # a chat server sent calls as text (its parser did not run)
 
 
 @dataclass
@@ -198,12 +200,15 @@ def call_model(driver: Driver, profile: ModelProfile, req: Query) -> Reply:
         req.trace(t.record)
     stopped = t.finish == "interrupted" and not t.guard.tripped
     if not req.retain:
-        return Reply(completion, calls, t.diagnostics, usage=t.usage, interrupted=stopped)
+        return Reply(
+            completion, calls, t.diagnostics, usage=t.usage, interrupted=stopped, finish=t.finish
+        )
     prose = retain_assistant_text("".join(t.texts))
     if t.finish == "interrupted":
         prose = cut_partial_marker(prose, t.parser.openers)
     reasoning = "".join(t.thoughts).strip()
-    return Reply(prose, calls, t.diagnostics, reasoning, t.usage, stopped)
+    text_calls = chat and bool(calls) and not t.structured
+    return Reply(prose, calls, t.diagnostics, reasoning, t.usage, stopped, t.finish, text_calls)
 
 
 def _calls(t: _Turn) -> list[ToolCall]:

@@ -1,0 +1,115 @@
+"""The context guards against llama.cpp's own llama-server (built by `install.sh --dev`),
+on 127.0.0.1 with the bundled SmolLM2, so the words and numbers they rely on are the
+server's real ones: its refusal of a prompt over the context, the usage of a reply cut
+at a full window, and the exact count its `/tokenize` gives of a completion prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.request
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from agent.loop.compact import Compactor
+from agent.loop.context import Counter, Limits
+from drivers.base import ContextOverflow, DriverError, Request, collect
+from tests.openai_servers import MODEL_ALIAS, real_llama_server
+
+pytest.importorskip("openai")
+pytestmark = pytest.mark.model
+N_CTX = 512
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with real_llama_server(tmp_path_factory.mktemp("llama-server") / "log", n_ctx=N_CTX) as url:
+        yield url
+
+
+def driver_on(url: str):  # type: ignore[no-untyped-def]
+    from drivers.openai_http import open_openai
+
+    return open_openai(f"openai:{url}#{MODEL_ALIAS}", api="completions")
+
+
+def words(n: int) -> str:
+    return " ".join(f"w{i % 50}" for i in range(n))
+
+
+def test_a_prompt_over_the_context_is_a_context_overflow(server: str) -> None:
+    driver = driver_on(server)
+    with pytest.raises(ContextOverflow) as refused:
+        collect(driver.stream(Request(words(2000), max_tokens=8)))
+    assert "too long for its context" in str(refused.value)
+    # and the server is still there for the next, shorter, prompt
+    assert collect(driver.stream(Request("Hello", max_tokens=4))).finish_reason in (
+        "stop",
+        "length",
+    )
+
+
+def test_a_reply_cut_at_the_full_window_reads_as_an_overflow(server: str) -> None:
+    """llama-server stops where the window ends, with finish "length", before the
+    reply's own limit: the compactor must tell that from a reply that hit max_tokens."""
+    driver = driver_on(server)
+    done = collect(driver.stream(Request(words(N_CTX - 120), max_tokens=400)))
+    usage = done.usage
+    assert done.finish_reason == "length" and usage.completion_tokens < 400, usage
+    compactor = Compactor(Limits(N_CTX), Counter(None))
+    assert compactor.overflowed(done.finish_reason, usage, 400), usage
+    short = collect(driver.stream(Request("Count: 1 2 3", max_tokens=6)))
+    assert not compactor.overflowed(short.finish_reason, short.usage, 6), short.usage
+
+
+class _TrimFront(BaseHTTPRequestHandler):
+    """A proxy to the real server that drops the first tenth of every completion prompt:
+    a loss too small for an estimate to tell from noise. /tokenize passes untouched, as
+    it would on a server that trims internally."""
+
+    upstream = ""
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+    def _forward(self, body: bytes | None) -> None:
+        headers = {"Content-Type": "application/json"} if body is not None else {}
+        request = urllib.request.Request(self.upstream + self.path, data=body, headers=headers)
+        with urllib.request.urlopen(request, timeout=300) as reply:
+            self.send_response(reply.status)
+            self.send_header("Content-Type", reply.headers.get("Content-Type", "application/json"))
+            self.end_headers()
+            while chunk := reply.readline():
+                self.wfile.write(chunk)
+                self.wfile.flush()
+
+    def do_GET(self) -> None:
+        self._forward(None)
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        if self.path.endswith("/completions") and isinstance(body.get("prompt"), str):
+            body["prompt"] = body["prompt"][len(body["prompt"]) // 10 :]
+        self._forward(json.dumps(body).encode())
+
+
+def test_a_small_loss_is_caught_exactly_by_the_servers_own_count(server: str) -> None:
+    handler = type("Handler", (_TrimFront,), {"upstream": server.removesuffix("/v1")})
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    proxy.daemon_threads = True
+    threading.Thread(target=proxy.serve_forever, args=(0.05,), daemon=True).start()
+    try:
+        trimmed = driver_on(f"http://127.0.0.1:{proxy.server_address[1]}/v1")
+        assert trimmed.info.server == "llama-server"
+        with pytest.raises(DriverError) as lost:
+            collect(trimmed.stream(Request(words(300), max_tokens=4)))
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+    assert "dropped part of the prompt" in str(lost.value) and "/tokenize" in str(lost.value)
+    # the same prompt straight to the server is whole: no false alarm
+    whole = collect(driver_on(server).stream(Request(words(300), max_tokens=4)))
+    assert whole.usage.prompt_tokens > 300
