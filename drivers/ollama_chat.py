@@ -10,15 +10,20 @@ every turn. Messages go in OpenAI's shape and are converted here; the stream is 
 one object a line, the last with `"done": true` and the token counts. Shapes are those
 of Ollama's docs/api.md (github.com/ollama/ollama). Stdlib HTTP only: nothing to import
 for `bosun --help`, and the read bounds are ours.
+
+Only `--api chat` comes here. Under `--api completions` bosun renders the prompt itself and
+needs raw text completion, which /api/chat is not; that stays on Ollama's /v1/completions
+with the window Ollama says it has (a third API, /api/generate's raw mode, for one server
+was not worth it).
 """
 
 from __future__ import annotations
 
-import http.client
 import json
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from http.client import HTTPConnection, HTTPException, HTTPResponse, HTTPSConnection
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -98,13 +103,10 @@ class OllamaChat:
     def body(
         self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]], max_tokens: int
     ) -> dict[str, Any]:
-        options = {"num_ctx": self.num_ctx, "num_predict": max_tokens}
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": ollama_messages(messages),
-            "stream": True,
-            "options": {**options, "temperature": self.temperature},
-        }
+        body: dict[str, Any] = {"model": self.model, "messages": ollama_messages(messages)}
+        body["stream"] = True
+        body["options"] = {"num_ctx": self.num_ctx, "num_predict": max_tokens}
+        body["options"]["temperature"] = self.temperature
         if tools:
             body["tools"] = list(tools)  # Ollama takes OpenAI's function specs as they are
         return body
@@ -139,11 +141,9 @@ class OllamaChat:
             self.sleep(self.backoff * 2**attempt)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _post(self, data: bytes) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+    def _post(self, data: bytes) -> tuple[HTTPConnection, HTTPResponse]:
         parts = urlsplit(self.root)
-        kind = (
-            http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-        )
+        kind = HTTPSConnection if parts.scheme == "https" else HTTPConnection
         conn = kind(parts.hostname or "", parts.port, timeout=self.connect_timeout)
         headers = {**self.headers, "Content-Type": "application/json"}
         try:
@@ -164,18 +164,20 @@ class OllamaChat:
                 f"{self.where} sent nothing for {self.timeout or 0:g} s (a long"
                 " prompt's prefill can take that long: --request-timeout SECONDS|off)"
             ) from None
-        except (OSError, http.client.HTTPException) as exc:
+        except (OSError, HTTPException) as exc:
             conn.close()
             raise _Unreachable(connection_reason(exc)) from None
 
-    def _status_error(self, response: http.client.HTTPResponse, tries: int) -> DriverError:
+    def _status_error(self, response: HTTPResponse, tries: int) -> DriverError:
         """Ollama's own words: an error answer is `{"error": "…"}`."""
         try:
             raw = response.read(_MAX_ERROR)
             answer = json.loads(raw)
-            message = answer.get("error") if isinstance(answer, dict) else None
-        except (OSError, ValueError, RecursionError, http.client.HTTPException):
-            raw, message = b"", None
+        except (OSError, HTTPException):
+            raw, answer = b"", None
+        except (ValueError, RecursionError):
+            answer = None
+        message = answer.get("error") if isinstance(answer, dict) else None
         text = one_line(message if isinstance(message, str) else raw.decode("utf-8", "replace"))
         after = f" after {tries} tries" if tries > 1 else ""
         return DriverError(
@@ -183,7 +185,7 @@ class OllamaChat:
         )
 
     def _chunks(
-        self, conn: http.client.HTTPConnection, response: http.client.HTTPResponse, started: float
+        self, conn: HTTPConnection, response: HTTPResponse, started: float
     ) -> Iterator[ChatChunk]:
         """The NDJSON stream as ChatChunks; the connection is closed however it ends
         (a halt closes this generator, which cancels the request on Ollama's side)."""
@@ -219,20 +221,15 @@ class OllamaChat:
             response.close()
             conn.close()
 
-    def _line(self, response: http.client.HTTPResponse) -> bytes:
+    def _line(self, response: HTTPResponse) -> bytes:
         try:
             line = response.readline(MAX_LINE + 1)
-        except (OSError, http.client.HTTPException) as exc:
-            reason = (
-                "no data before the read timeout"
-                if isinstance(exc, TimeoutError)
-                else connection_reason(exc)
-            )
+        except (OSError, HTTPException) as exc:
+            timed_out = isinstance(exc, TimeoutError)
+            reason = "no data before the read timeout" if timed_out else connection_reason(exc)
             raise DriverError(f"{self.where}: the chat stream broke off: {reason}") from None
         if len(line) > MAX_LINE:
-            raise DriverError(
-                f"{self.where}: a chat stream line is over {MAX_LINE // 2**20} MB; not Ollama's"
-            )
+            raise DriverError(f"{self.where}: a chat stream line is over {MAX_LINE >> 20} MB")
         return line
 
     def _event(self, line: bytes) -> dict[str, Any]:

@@ -13,7 +13,8 @@ Each server says it its own way, and none of them in the OpenAI API:
 - Ollama: `POST /api/show {"model": id}` → `model_info["<arch>.context_length"]` (what the
   model was trained for) and `parameters` (a text block; `num_ctx N` when the Modelfile
   sets the window). Without `num_ctx` Ollama runs a small default window (2,048 tokens,
-  4,096 in later releases) and silently drops the front of a longer prompt.
+  4,096 in later releases) and silently drops the front of a longer prompt, so where
+  bosun talks Ollama's native chat it sends a window of its own (`ollama_window`).
 
 The probes are cheap GETs tried in that order, each bounded by a short timeout; a server
 that answers none of them leaves the context unknown, as before. The request shapes are
