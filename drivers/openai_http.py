@@ -8,6 +8,9 @@ Two APIs (`--api`), because servers differ in what they get right:
   `tool_calls` are taken as they come (already parsed, nothing to repair); text content
   still goes through bosun's parser, so a model that writes calls as prose is salvaged.
 
+Ollama under `chat` gets its native /api/chat, the one API taking the window bosun plans
+for (drivers/ollama_chat.py says why `completions` keeps /v1 and Ollama's own window).
+
 Retries are bounded and only happen before the first byte of a completion reaches the
 caller: once text has been streamed out, a retry would duplicate it.
 """
@@ -37,6 +40,7 @@ from drivers.base import (
     interrupted,
     never,
 )
+from drivers.ollama_chat import OllamaChat
 from drivers.openai_errors import (
     connection_reason,
     is_context_overflow,
@@ -50,7 +54,7 @@ from drivers.openai_wire import (
     finish_usage,
     usage_of,
 )
-from drivers.server_facts import detect_context, exact_count, http_json, root_of
+from drivers.server_facts import detect_context, exact_count, http_json, ollama_window, root_of
 
 __all__ = ["OpenAIDriver", "open_openai"]
 
@@ -125,6 +129,7 @@ class OpenAIDriver:
         max_concurrency: int = 32,
         check_model: bool = True,
         probe_context: bool = True,
+        context_size: int | None = None,  # --context-size: Ollama's num_ctx under chat
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         if api not in APIS:
@@ -166,20 +171,19 @@ class OpenAIDriver:
         # What the server says of its window (and slots): asked once, after the model
         # and the key were accepted, with the same key; nothing is assumed of a server
         # that does not say (agent.run.assemble then has no budget).
-        self.server = (
-            detect_context(base_url, model_name, http_json(headers=self._auth()))
-            if probe_context
-            else None
-        )
-        if self.server is not None:
-            slots = self.server.slots
-            self.info = replace(
-                self.info,
-                n_ctx=self.server.n_ctx,
-                context_source=self.server.source,
-                server=self.server.server,
-                max_concurrency=min(max_concurrency, slots) if slots else max_concurrency,
-            )
+        probe = http_json(headers=self._auth())
+        self.server = detect_context(base_url, model_name, probe) if probe_context else None
+        self.ollama: OllamaChat | None = None
+        if self.server is not None and self.server.server == "ollama" and api == "chat":
+            self.server = ollama_window(self.server, context_size)
+            self.ollama = OllamaChat(
+                root_of(base_url), model_name, self.server.n_ctx, base_url, temperature,
+                timeout, connect_timeout, self._auth(), self.retries, backoff, sleep,
+            )  # fmt: skip
+        if (found := self.server) is not None:
+            most = min(max_concurrency, found.slots or max_concurrency)
+            self.info = replace(self.info, n_ctx=found.n_ctx, max_concurrency=most)
+            self.info = replace(self.info, context_source=found.source, server=found.server)
 
     # -- plumbing --
 
@@ -362,7 +366,10 @@ class OpenAIDriver:
         max_tokens: int = 1024,
         halt: Halt = never,
     ) -> Iterator[ChatChunk]:
-        """A chat completion (POST /v1/chat/completions) with the server's tool parser."""
+        """A chat completion (/v1/chat/completions, Ollama's /api/chat): server-parsed calls."""
+        if self.ollama is not None:
+            native = self.ollama.chat(messages, tools, max_tokens=max_tokens)
+            return halting(native, halt, _chat_interrupted)
         started = time.perf_counter()
         extra: dict[str, Any] = {}
         if tools:

@@ -13,7 +13,8 @@ Each server says it its own way, and none of them in the OpenAI API:
 - Ollama: `POST /api/show {"model": id}` → `model_info["<arch>.context_length"]` (what the
   model was trained for) and `parameters` (a text block; `num_ctx N` when the Modelfile
   sets the window). Without `num_ctx` Ollama runs a small default window (2,048 tokens,
-  4,096 in later releases) and silently drops the front of a longer prompt.
+  4,096 in later releases) and silently drops the front of a longer prompt, so where
+  bosun talks Ollama's native chat it sends a window of its own (`ollama_window`).
 
 The probes are cheap GETs tried in that order, each bounded by a short timeout; a server
 that answers none of them leaves the context unknown, as before. The request shapes are
@@ -27,11 +28,14 @@ import re
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 Fetch = Callable[[str, dict[str, Any] | None], Any]  # (url, JSON body or None) -> JSON
 OLLAMA_DEFAULT_CTX = 2048  # Ollama's window when neither the request nor the model sets one
+# The window bosun asks Ollama for when neither the user nor the Modelfile chose one: one
+# a laptop holds, and no more than the model was trained for.
+OLLAMA_BOSUN_CTX = 8192
 _MAX_BODY = 4 * 1024 * 1024  # bytes of a probe's answer read at most
 _NUM_CTX = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.M)
 
@@ -44,6 +48,8 @@ class ServerContext:
     source: str  # e.g. "llama-server /props (per slot)"
     slots: int | None = None
     server: str = ""  # "llama-server", "vllm", "lmstudio", "ollama"
+    trained: int | None = None  # Ollama: what the model was trained for, where it says
+    modelfile: bool = False  # Ollama: n_ctx is the Modelfile's own num_ctx
 
 
 def root_of(base_url: str) -> str:
@@ -126,22 +132,44 @@ def _ollama(root: str, model: str, fetch: Fetch) -> ServerContext | None:
     shown = fetch(f"{root}/api/show", {"model": model})
     if not isinstance(shown, dict) or "model_info" not in shown:
         return None
+    trained = _trained(shown)
     parameters = shown.get("parameters")
     match = _NUM_CTX.search(parameters) if isinstance(parameters, str) else None
     if match:
-        return ServerContext(int(match.group(1)), "Ollama /api/show num_ctx", None, "ollama")
-    return ServerContext(OLLAMA_DEFAULT_CTX, "Ollama's default window", None, "ollama")
+        n_ctx, source = int(match.group(1)), "Ollama /api/show num_ctx"
+        return ServerContext(n_ctx, source, None, "ollama", trained, modelfile=True)
+    return ServerContext(OLLAMA_DEFAULT_CTX, "Ollama's default window", None, "ollama", trained)
+
+
+def _trained(shown: dict[str, Any]) -> int | None:
+    info = shown.get("model_info")
+    if not isinstance(info, dict):
+        return None
+    lengths = (_positive(v) for k, v in info.items() if k.endswith(".context_length"))
+    return next((n for n in lengths if n is not None), None)
 
 
 def ollama_trained_context(root: str, model: str, fetch: Fetch) -> int | None:
     """What the model behind Ollama was trained for (`<arch>.context_length`): the most
     a request may ask for with `num_ctx`."""
     shown = fetch(f"{root}/api/show", {"model": model})
-    info = shown.get("model_info") if isinstance(shown, dict) else None
-    if not isinstance(info, dict):
-        return None
-    lengths = (_positive(v) for k, v in info.items() if k.endswith(".context_length"))
-    return next((n for n in lengths if n is not None), None)
+    return _trained(shown) if isinstance(shown, dict) else None
+
+
+def ollama_window(found: ServerContext, context_size: int | None) -> ServerContext:
+    """The `num_ctx` bosun sends Ollama on every request of a session, where it talks
+    Ollama's native chat API: `--context-size` when given, else the Modelfile's num_ctx,
+    else the model's trained context up to OLLAMA_BOSUN_CTX (that, where the model does
+    not say). One window for the session: Ollama reloads the model when it changes."""
+    trained = f" (model trained for {found.trained:,})" if found.trained else ""
+    if context_size:
+        return replace(
+            found, n_ctx=context_size, source=f"--context-size as Ollama num_ctx{trained}"
+        )
+    if found.modelfile:
+        return replace(found, source=f"Ollama Modelfile num_ctx{trained}")
+    n_ctx = min(found.trained or OLLAMA_BOSUN_CTX, OLLAMA_BOSUN_CTX)
+    return replace(found, n_ctx=n_ctx, source=f"Ollama num_ctx set by bosun{trained}")
 
 
 # How to have each server parse tool calls itself, for a chat reply whose calls came back

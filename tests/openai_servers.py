@@ -174,6 +174,8 @@ class Reply:
     status: int = 200
     body: Any = None  # JSON body for plain replies
     events: list[dict[str, Any]] | None = None  # SSE events; [DONE] follows
+    # NDJSON lines (Ollama's native stream): a dict is written as JSON, a str as it is.
+    lines: list[dict[str, Any] | str] | None = None
     done: bool = True
     delay: float = 0.0  # seconds before answering
     # Send `events` as HTTP/1.1 chunks (as uvicorn does), then drop the connection
@@ -231,6 +233,9 @@ def _handler(stub: Stub) -> type[BaseHTTPRequestHandler]:
             if reply.cut:
                 self._cut(reply)
                 return
+            if reply.lines is not None:
+                self._ndjson(reply)
+                return
             if reply.events is None:
                 data = json.dumps(reply.body).encode()
                 self.send_response(reply.status)
@@ -247,6 +252,15 @@ def _handler(stub: Stub) -> type[BaseHTTPRequestHandler]:
                 self.wfile.flush()
             if reply.done:
                 self.wfile.write(b"data: [DONE]\n\n")
+
+        def _ndjson(self, reply: Reply) -> None:
+            self.send_response(reply.status)
+            self.send_header("Content-Type", "application/x-ndjson")
+            self.end_headers()
+            for line in reply.lines or []:
+                text = line if isinstance(line, str) else json.dumps(line)
+                self.wfile.write(f"{text}\n".encode())
+                self.wfile.flush()
 
         def _cut(self, reply: Reply) -> None:
             self.protocol_version = "HTTP/1.1"

@@ -96,6 +96,8 @@ def open_model(
         options["key"] = DUMMY_KEY
     if not local:  # a slow prefill on a big prompt may take minutes before a first byte
         options["timeout"] = request_timeout
+    if context_size and not local:  # Ollama's num_ctx (other servers set their own)
+        options["context_size"] = context_size
     if local:
         llama_log.send_to(bosun_home() / "logs" / "llama.log")  # not into the terminal
     return open_driver(spec, api=api, **options), profile
