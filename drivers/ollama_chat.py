@@ -209,8 +209,11 @@ class OllamaChat:
                     if text or thinking or found:
                         yield ChatChunk(text, thinking, tuple(found))
                     continue
+                # prompt_eval_count is the whole prompt, cached part included (Ollama
+                # PR 5371); prompt_eval_cached_count, where sent, the cached part.
                 usage = Usage(
                     prompt_tokens=_count(event, "prompt_eval_count"),
+                    cached_tokens=_count(event, "prompt_eval_cached_count"),
                     completion_tokens=_count(event, "eval_count"),
                     ms=(time.perf_counter() - started) * 1000,
                 )

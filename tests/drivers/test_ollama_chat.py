@@ -178,7 +178,7 @@ def test_text_thinking_and_calls_come_out_as_chat_chunks(stub: Stub) -> None:
         line({"thinking": "look."}),
         line({"content": "Reading"}),
         line({"content": " it.", "tool_calls": [call, as_text]}),
-        last(prompt=812, completion=31),
+        {**last(prompt=812, completion=31), "prompt_eval_cached_count": 790},
     )
     chunks = list(driver.chat([{"role": "user", "content": "read a.py"}], [READ_FILE]))
     assert [(c.text, c.reasoning) for c in chunks[:4]] == [
@@ -194,6 +194,7 @@ def test_text_thinking_and_calls_come_out_as_chat_chunks(stub: Stub) -> None:
     end = chunks[-1]
     assert end.finish_reason == "stop" and end.usage is not None
     assert (end.usage.prompt_tokens, end.usage.completion_tokens) == (812, 31)
+    assert end.usage.cached_tokens == 790  # prompt_eval_cached_count (Ollama 0.33+)
     assert end.usage.ms > 0
 
 
