@@ -81,3 +81,9 @@ def is_context_overflow(status: int, message: str) -> bool:
     """A 400 that says the prompt did not fit: compaction can fix it, a retry cannot."""
     text = message.lower()
     return status == 400 and any(words in text for words in _OVERFLOW_WORDS)
+
+
+def tools_need_jinja(message: str) -> bool:
+    """llama-server started without --jinja refuses a request with tools (HTTP 500,
+    "tools param requires --jinja flag"): no retry can help, the start flags can."""
+    return "--jinja" in message and "tool" in message.lower()

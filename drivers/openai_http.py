@@ -46,6 +46,7 @@ from drivers.openai_errors import (
     is_context_overflow,
     is_transport_error,
     server_message,
+    tools_need_jinja,
 )
 from drivers.openai_wire import (
     CallAssembler,
@@ -198,7 +199,8 @@ class OpenAIDriver:
             try:
                 return call()
             except openai.APIStatusError as exc:
-                if exc.status_code not in _RETRY_STATUS or attempt == attempts - 1:
+                final = tools_need_jinja(server_message(exc)) or attempt == attempts - 1
+                if exc.status_code not in _RETRY_STATUS or final:
                     raise self._status_error(what, exc, attempt + 1) from None
             except openai.APIConnectionError as exc:
                 reason = connection_reason(exc)
@@ -230,6 +232,11 @@ class OpenAIDriver:
             endpoint = "/chat/completions" if what == "chat" else "/completions"
             return DriverError(
                 f"{where} has no {endpoint} endpoint (HTTP 404): {message}; try --api {other}"
+            )
+        if tools_need_jinja(message):
+            return DriverError(
+                f"{where} refused the tools: {message}; start llama-server with --jinja, or"
+                " use --api completions, where bosun renders the tools itself"
             )
         if is_context_overflow(status, message):
             return ContextOverflow(

