@@ -273,7 +273,12 @@ def bench_llama_server(args, tasks: Path, workspace: Path, tmp_path: Path) -> No
         return
     try:
         spec = f"openai:{url}#{MODEL_ALIAS}"
-        run_batch(tasks, spec, workspace, 1, args.max_tokens, trace=trace)  # warm, and the prompts
+        # The prompts, then every slot warm: a slot keeps the last prompt it evaluated, so
+        # a run at --jobs 4 finds the shared head (system prompt, tools) in each of the 4
+        # slots, as a long batch does after its first wave. Without it the 4-slot runs pay
+        # 4 prefills of the head that the 1-slot run pays once.
+        run_batch(tasks, spec, workspace, 1, args.max_tokens, trace=trace)
+        run_batch(tasks, spec, workspace, max(jobs_values), args.max_tokens)
         records = [json.loads(line) for line in trace.read_text().splitlines()]
         prompts = [r["prompt"] for r in records if isinstance(r.get("prompt"), str)]
         rows = []

@@ -101,7 +101,7 @@ class Compactor:
         real: int,
         *,
         chat: bool = False,
-    ) -> None:
+    ) -> str | None:
         """Learn the template's own overhead from what the backend counted for the
         prompt it was sent (`shown`); nothing to learn from a call that reported none.
 
@@ -109,21 +109,24 @@ class Compactor:
         prompt (Ollama's window does, silently, behind HTTP 200): its answer was made
         without the system prompt or the tools, so the run stops with that said, never
         a silent turn. The estimate runs at most a third high (3 characters a token
-        against prose's 4), so half of it is a safe line. `chat`: the server rendered
-        the prompt, so a count that holds the conversation but not the tools means it
-        left the tools out (llama-server without --jinja, a template without tools)."""
+        against prose's 4), so half of it is a safe line.
+
+        `chat`: the server rendered the prompt, so a count that holds the conversation
+        but not the tools means it left the tools out (llama-server without --jinja, a
+        chat template without tools). The conversation is whole, so that is a warning
+        to say (returned), not an error: the model can answer, it cannot call a tool."""
         if real <= 0:
-            return
+            return None
         raw = self.counter.total(shown, specs)
         if real < raw // 2 and raw - real > TRUNCATION_SLACK:
             bare = self.counter.total(shown, ())
             if chat and specs and real >= bare // 2:
-                raise DriverError(
+                return (
                     f"the server counted {real:,} prompt tokens, about the conversation"
                     f" without its tools ({bare:,}): it left the tools out of the prompt"
-                    " (llama-server does without --jinja, as does a chat template without"
-                    " tools); start it with --jinja, or use --api completions, where bosun"
-                    " renders the tools itself"
+                    " (its chat template has no place for them, or llama-server runs"
+                    " without --jinja), so the model cannot call them; use --api"
+                    " completions, where bosun renders the tools itself"
                 )
             raise DriverError(
                 f"the server counted {real:,} prompt tokens of about {raw:,} sent: it"
@@ -133,6 +136,7 @@ class Compactor:
                 " the server's real window, or raise the server's"
             )
         self.correction = max(-raw // 2, real - raw)
+        return None
 
     def overflowed(self, finish: str, usage: Usage, max_tokens: int) -> bool:
         """A reply cut by the context filling up, not by its own `max_tokens`: the

@@ -102,7 +102,7 @@ class Agent:
     checkpoints: Checkpoints | None = None
     state: RunState = field(default_factory=RunState)
     _ids: int = 0
-    _told_text_calls: bool = False
+    _told: set[str] = field(default_factory=set)
 
     @property
     def driver(self) -> Driver:
@@ -220,9 +220,8 @@ class Agent:
             trace=self.trace,
         )
         reply = self._ask(request)
-        if reply.text_calls and not self._told_text_calls:
-            self._told_text_calls = True  # once a session: the server stays as it is
-            self.emit(ev.Diagnostic(text_calls_said(self.driver.info.server, self.profile)))
+        if reply.text_calls:
+            self._tell("text calls", text_calls_said(self.driver.info.server, self.profile))
         if reply.interrupted:
             self.cancel.set()
         self._account(reply.usage)
@@ -274,7 +273,16 @@ class Agent:
     def _observe(self, request: Query, reply: Reply) -> None:
         assert self.compactor is not None
         real, chat = reply.usage.prompt_tokens, self.driver.info.chat
-        self.compactor.observe(request.history, request.specs, real, chat=chat)
+        warning = self.compactor.observe(request.history, request.specs, real, chat=chat)
+        if warning is not None:
+            self._tell("tools left out", warning)
+
+    def _tell(self, kind: str, notice: str) -> None:
+        """A diagnostic about the server, said once a session (per `kind`): the server
+        stays as it is, and saying it every turn would bury the conversation."""
+        if kind not in self._told:
+            self._told.add(kind)
+            self.emit(ev.Diagnostic(notice))
 
     def compact(self, force: bool = False) -> list[Message]:
         """The messages the model is shown, compacted first where the context needs it

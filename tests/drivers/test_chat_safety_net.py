@@ -89,14 +89,29 @@ def conversation_only(route: str, body: Any) -> Reply | None:
 
 
 def test_a_server_that_left_the_tools_out_is_named(stub: Stub, workspace: Path) -> None:
+    """The conversation is whole, so the model answers; the person reads, once, that
+    it cannot call a tool and what to do about it."""
     stub.on("GET /props", Reply(body=PROPS))
     stub.pick = conversation_only
     events: list = []
     chat = chat_on(stub, workspace, events)
-    result = chat.send("Hi.")
+    first, second = chat.send("Hi."), chat.send("Hello again.")
     chat.close()
-    assert result.status == "error" and result.exit_code == 1
-    assert "left the tools out" in (result.error or "")
-    assert "--api completions" in (result.error or "") and "--jinja" in (result.error or "")
-    [request] = stub.calls("POST /v1/chat/completions")
-    assert request["body"]["tools"]  # bosun did send them
+    assert first.status == second.status == "done" and first.final_text == "Hello."
+    told = [
+        e.message for e in events if type(e) is ev.Diagnostic and "left the tools out" in e.message
+    ]
+    assert len(told) == 1, told
+    assert "--api completions" in told[0] and "--jinja" in told[0]
+    assert all(r["body"]["tools"] for r in stub.calls("POST /v1/chat/completions"))
+
+
+def test_a_truncating_chat_server_is_still_an_error(stub: Stub, workspace: Path) -> None:
+    """A count below half the conversation is a lost prompt, tools or not."""
+    stub.on("GET /props", Reply(body=PROPS))
+    stub.pick = lambda route, body: said("Sure.", 40) if "chat" in route else None
+    events: list = []
+    chat = chat_on(stub, workspace, events)
+    result = chat.send("x " * 3000)
+    chat.close()
+    assert result.status == "error" and "dropped part of the prompt" in (result.error or "")
