@@ -8,6 +8,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from drivers.base import DriverError
+
 
 def one_line(text: str, limit: int = 300) -> str:
     text = " ".join(str(text).split())
@@ -63,3 +65,23 @@ def is_transport_error(exc: BaseException) -> bool:
     """httpx (or the httpx2 fork newer openai releases use) errors that older openai
     versions let escape unwrapped from a stream."""
     return type(exc).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "httpcore2")
+
+
+def status_error(where: str, what: str, exc: Any, tries: int) -> DriverError:
+    """An error status as the user can act on it: a refused key names the variables
+    that set it, a missing endpoint names the other --api."""
+    status = exc.status_code
+    message = server_message(exc)
+    if status in (401, 403):
+        return DriverError(
+            f"{where} refused the API key (HTTP {status}): {message};"
+            " set BOSUN_API_KEY or OPENAI_API_KEY"
+        )
+    if status == 404 and what in ("completions", "chat"):
+        other = "completions" if what == "chat" else "chat"
+        endpoint = "/chat/completions" if what == "chat" else "/completions"
+        return DriverError(
+            f"{where} has no {endpoint} endpoint (HTTP 404): {message}; try --api {other}"
+        )
+    after = f" after {tries} tries" if tries > 1 else ""
+    return DriverError(f"{where} {what} request failed with HTTP {status}{after}: {message}")

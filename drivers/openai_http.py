@@ -36,12 +36,18 @@ from drivers.base import (
     interrupted,
     never,
 )
-from drivers.openai_errors import connection_reason, is_transport_error, server_message
+from drivers.openai_errors import (
+    connection_reason,
+    is_transport_error,
+    server_message,
+    status_error,
+)
 from drivers.openai_wire import (
     CallAssembler,
     extra_field,
     finish_reason_of,
     finish_usage,
+    progress_of,
     usage_of,
 )
 from drivers.server_facts import detect_context, http_json
@@ -172,6 +178,10 @@ class OpenAIDriver:
                 context_source=self.server.source,
                 max_concurrency=min(max_concurrency, slots) if slots else max_concurrency,
             )
+        # Prefill reports are asked of llama-server alone: a stricter server (OpenAI's
+        # own) answers a field it does not know with HTTP 400.
+        llama = self.server is not None and self.server.server == "llama-server"
+        self.extra: dict[str, Any] = {"return_progress": True} if llama else {}
 
     # -- plumbing --
 
@@ -187,7 +197,7 @@ class OpenAIDriver:
                 return call()
             except openai.APIStatusError as exc:
                 if exc.status_code not in _RETRY_STATUS or attempt == attempts - 1:
-                    raise self._status_error(what, exc, attempt + 1) from None
+                    raise status_error(self.base_url, what, exc, attempt + 1) from None
             except openai.APIConnectionError as exc:
                 reason = connection_reason(exc)
                 if reason == "no data before the read timeout":
@@ -203,24 +213,6 @@ class OpenAIDriver:
                     ) from None
             self._sleep(self.backoff * 2**attempt)
         raise AssertionError("unreachable")  # pragma: no cover
-
-    def _status_error(self, what: str, exc: Any, tries: int) -> DriverError:
-        status = exc.status_code
-        message = server_message(exc)
-        where = self.base_url
-        if status in (401, 403):
-            return DriverError(
-                f"{where} refused the API key (HTTP {status}): {message};"
-                " set BOSUN_API_KEY or OPENAI_API_KEY"
-            )
-        if status == 404 and what in ("completions", "chat"):
-            other = "completions" if what == "chat" else "chat"
-            endpoint = "/chat/completions" if what == "chat" else "/completions"
-            return DriverError(
-                f"{where} has no {endpoint} endpoint (HTTP 404): {message}; try --api {other}"
-            )
-        after = f" after {tries} tries" if tries > 1 else ""
-        return DriverError(f"{where} {what} request failed with HTTP {status}{after}: {message}")
 
     def _check_model(self) -> None:
         """Ask /models once, so a typo in the model name fails before any work starts."""
@@ -247,7 +239,7 @@ class OpenAIDriver:
         try:
             yield from stream
         except openai.APIStatusError as exc:
-            raise self._status_error(what, exc, 1) from None
+            raise status_error(self.base_url, what, exc, 1) from None
         except openai.APIError as exc:
             if isinstance(exc, openai.APIConnectionError):
                 reason = connection_reason(exc)
@@ -278,11 +270,9 @@ class OpenAIDriver:
         """Text completion of a prompt bosun rendered (POST /v1/completions). The
         request's data spans and head are not ours to use: the server tokenizes, and
         keeps its own prompt cache."""
-        extra: dict[str, Any] = {
-            # vLLM drops special tokens from text by default, and with them Harmony's
-            # channel markers; the parser needs every byte the model wrote.
-            "skip_special_tokens": False,
-        }
+        # vLLM drops special tokens from text by default, and with them Harmony's
+        # channel markers; the parser needs every byte the model wrote.
+        extra: dict[str, Any] = {"skip_special_tokens": False, **self.extra}
         if request.grammar is not None:
             extra["grammar"] = request.grammar  # llama.cpp servers take GBNF in the body
         started = time.perf_counter()
@@ -310,6 +300,8 @@ class OpenAIDriver:
         pieces = 0
         for event in self._stream_events("completions", stream):
             usage = usage_of(event) or usage
+            if not pieces and (progress := progress_of(event)) is not None:
+                yield Chunk("", progress=progress)
             for choice in getattr(event, "choices", None) or ():
                 if choice.text:
                     pieces += 1
@@ -346,6 +338,7 @@ class OpenAIDriver:
                 temperature=self.temperature,
                 stream=True,
                 stream_options={"include_usage": True},
+                extra_body=self.extra,
                 **extra,
             )
 
@@ -359,6 +352,8 @@ class OpenAIDriver:
         pieces = 0
         for event in self._stream_events("chat", stream):
             usage = usage_of(event) or usage
+            if not pieces and (progress := progress_of(event)) is not None:
+                yield ChatChunk(progress=progress)
             for choice in getattr(event, "choices", None) or ():
                 delta = choice.delta
                 text = getattr(delta, "content", None) or ""
