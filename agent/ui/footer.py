@@ -76,7 +76,7 @@ class Footer:
         if self.reading is not None:
             processed, total = self.reading
             percent = 100 * processed // total if total > 0 else 0
-            return Text(f"reading prompt {percent}%", style="dim")
+            return Text(f"reading prompt {percent}% ·", style="dim")
         return Text("working…", style="dim")
 
     def lines(self) -> int:
