@@ -46,6 +46,9 @@ _EXIT_CODES = {
 @dataclass(frozen=True)
 class AgentEvent:
     type: ClassVar[str] = ""
+    # For a screen alone: not part of the JSONL schema (README.md) nor of a session file,
+    # since it says nothing a script or a resumed session could use.
+    transient: ClassVar[bool] = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, **asdict(self)}
@@ -78,6 +81,18 @@ class TextDelta(AgentEvent):
 class ReasoningDelta(AgentEvent):
     type: ClassVar[str] = "reasoning"
     text: str
+
+
+@dataclass(frozen=True)
+class PromptProgress(AgentEvent):
+    """How far the server has read the prompt before its first token (llama-server's
+    prefill reports): a long prompt can take minutes, which a person should see moving.
+    Transient: JSONL printers and the session file skip it."""
+
+    type: ClassVar[str] = "prompt_progress"
+    transient: ClassVar[bool] = True
+    processed: int
+    total: int
 
 
 @dataclass(frozen=True)

@@ -124,7 +124,7 @@ class SessionLog:
         self._write({"type": "message", "message": message_to_dict(message)})
 
     def event(self, event: AgentEvent) -> None:
-        if event.type in ("text", "reasoning"):
+        if event.type in ("text", "reasoning") or event.transient:
             return  # deltas are reconstructable from messages; keep files small
         self._write(event.to_dict())
 

@@ -84,12 +84,17 @@ class Chunk:
     `stopped_by` names the stop string or end-of-generation token that ended the stream
     (not part of `text`): Harmony's `<|call|>` is both an end token and the marker that
     makes a message a tool call, so the parser needs to know it was there.
+
+    `progress` (prompt tokens read, of how many) comes on empty chunks before the first
+    token, where a server reports its prefill: a long prompt is then visibly read, not
+    a hang, and a stop is heard between two reports rather than after the last.
     """
 
     text: str
     usage: Usage | None = None
     finish_reason: str | None = None
     stopped_by: str | None = None
+    progress: tuple[int, int] | None = None
 
 
 @dataclass
@@ -145,13 +150,14 @@ class RawCall:
 class ChatChunk:
     """A piece of a streamed chat completion: text, reasoning, and whole calls (a call
     is handed out once all its argument fragments arrived). The last chunk carries
-    `usage` and `finish_reason`."""
+    `usage` and `finish_reason`; `progress` is as in `Chunk`."""
 
     text: str = ""
     reasoning: str = ""
     calls: tuple[RawCall, ...] = ()
     usage: Usage | None = None
     finish_reason: str | None = None
+    progress: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -219,13 +225,14 @@ Driver = TextDriver
 def halting(chunks: Iterator[_C], halt: Halt, last: Callable[[int], _C]) -> Iterator[_C]:
     """`chunks` until `halt()` says stop: then the source is closed (a server stream is
     cancelled) and `last(pieces)` ends the stream, for a driver that cannot stop its
-    backend between tokens any other way."""
+    backend between tokens any other way. A prefill report is no piece of the reply:
+    `pieces` counts what the model wrote."""
     pieces = 0
     try:
         for chunk in chunks:
             if halt():
                 break
-            pieces += 1
+            pieces += getattr(chunk, "progress", None) is None
             yield chunk
         else:
             return

@@ -8,6 +8,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from drivers.base import ContextOverflow, DriverError
+
 
 def one_line(text: str, limit: int = 300) -> str:
     text = " ".join(str(text).split())
@@ -87,3 +89,30 @@ def tools_need_jinja(message: str) -> bool:
     """llama-server started without --jinja refuses a request with tools (HTTP 500,
     "tools param requires --jinja flag"): no retry can help, the start flags can."""
     return "--jinja" in message and "tool" in message.lower()
+
+
+def status_error(where: str, what: str, exc: Any, tries: int) -> DriverError:
+    """An error status as the user can act on it: a refused key names the variables
+    that set it, a missing endpoint names the other --api."""
+    status = exc.status_code
+    message = server_message(exc)
+    if status in (401, 403):
+        return DriverError(
+            f"{where} refused the API key (HTTP {status}): {message};"
+            " set BOSUN_API_KEY or OPENAI_API_KEY"
+        )
+    if status == 404 and what in ("completions", "chat"):
+        other = "completions" if what == "chat" else "chat"
+        endpoint = "/chat/completions" if what == "chat" else "/completions"
+        return DriverError(
+            f"{where} has no {endpoint} endpoint (HTTP 404): {message}; try --api {other}"
+        )
+    if tools_need_jinja(message):
+        return DriverError(
+            f"{where} refused the tools: {message}; start llama-server with --jinja, or"
+            " use --api completions, where bosun renders the tools itself"
+        )
+    if is_context_overflow(status, message):
+        return ContextOverflow(f"{where} refused the prompt as too long for its context: {message}")
+    after = f" after {tries} tries" if tries > 1 else ""
+    return DriverError(f"{where} {what} request failed with HTTP {status}{after}: {message}")

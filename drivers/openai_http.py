@@ -17,18 +17,15 @@ caller: once text has been streamed out, a retry would duplicate it.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any, Literal, TypeVar
-from urllib.parse import urlsplit
 
 from drivers.base import (
     ChatChunk,
     Chunk,
-    ContextOverflow,
     DriverError,
     DriverInfo,
     Halt,
@@ -43,64 +40,28 @@ from drivers.base import (
 from drivers.ollama_chat import OllamaChat
 from drivers.openai_errors import (
     connection_reason,
-    is_context_overflow,
     is_transport_error,
     server_message,
+    status_error,
     tools_need_jinja,
 )
+from drivers.openai_spec import DUMMY_KEY, api_key, parse_spec
 from drivers.openai_wire import (
     CallAssembler,
     extra_field,
     finish_reason_of,
     finish_usage,
+    progress_of,
     usage_of,
 )
-from drivers.server_facts import detect_context, exact_count, http_json, ollama_window, root_of
+from drivers.server_facts import check_whole, detect_context, http_json, ollama_window, root_of
 
-__all__ = ["OpenAIDriver", "open_openai"]
+__all__ = ["DUMMY_KEY", "OpenAIDriver", "api_key", "open_openai", "parse_spec"]
 
 Api = Literal["chat", "completions"]
 APIS: tuple[Api, ...] = ("chat", "completions")
-DUMMY_KEY = "sk-no-key-needed"  # local servers ignore it; the client refuses an empty one
-EXAMPLE = "openai:http://localhost:8080/v1#qwen3-8b"
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
-_EXACT_SLACK = 2  # tokens: a BOS counted one way and not the other is not a loss
 _T = TypeVar("_T")
-
-
-# --- the --model spec -------------------------------------------------------------
-
-
-def parse_spec(spec: str) -> tuple[str, str]:
-    """`openai:URL#MODEL` -> (base URL without a trailing slash, model name).
-
-    A URL with no path gets `/v1`, where every OpenAI-compatible server lives, so
-    `openai:http://localhost:8080#m` works as people tend to type it.
-    """
-    rest = spec[len("openai:") :] if spec.lower().startswith("openai:") else spec
-    url, _, name = rest.partition("#")
-    url, name = url.strip(), name.strip()
-    if not url:
-        raise UsageError(f"openai: needs a server URL, as in --model {EXAMPLE}")
-    if not name:
-        raise UsageError(
-            f"openai: needs the model name after '#', as in --model {EXAMPLE}"
-            " (the server's /v1/models lists them)"
-        )
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
-    except ValueError as exc:
-        raise UsageError(f"bad server URL {url!r}: {exc}") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageError(f"bad server URL {url!r}: expected http://HOST:PORT/v1")
-    path = parts.path.rstrip("/") or "/v1"
-    return f"{parts.scheme}://{parts.netloc}{path}", name
-
-
-def api_key() -> str:
-    """BOSUN_API_KEY first (specific to bosun), then the usual OPENAI_API_KEY."""
-    return os.environ.get("BOSUN_API_KEY") or os.environ.get("OPENAI_API_KEY") or DUMMY_KEY
 
 
 # --- the driver ---------------------------------------------------------------------
@@ -185,6 +146,10 @@ class OpenAIDriver:
             most = min(max_concurrency, found.slots or max_concurrency)
             self.info = replace(self.info, n_ctx=found.n_ctx, max_concurrency=most)
             self.info = replace(self.info, context_source=found.source, server=found.server)
+        # Prefill reports are asked of llama-server alone: a stricter server (OpenAI's
+        # own) answers a field it does not know with HTTP 400.
+        llama = self.server is not None and self.server.server == "llama-server"
+        self.extra: dict[str, Any] = {"return_progress": True} if llama else {}
 
     # -- plumbing --
 
@@ -201,7 +166,7 @@ class OpenAIDriver:
             except openai.APIStatusError as exc:
                 final = tools_need_jinja(server_message(exc)) or attempt == attempts - 1
                 if exc.status_code not in _RETRY_STATUS or final:
-                    raise self._status_error(what, exc, attempt + 1) from None
+                    raise status_error(self.base_url, what, exc, attempt + 1) from None
             except openai.APIConnectionError as exc:
                 reason = connection_reason(exc)
                 if reason == "no data before the read timeout":
@@ -217,33 +182,6 @@ class OpenAIDriver:
                     ) from None
             self._sleep(self.backoff * 2**attempt)
         raise AssertionError("unreachable")  # pragma: no cover
-
-    def _status_error(self, what: str, exc: Any, tries: int) -> DriverError:
-        status = exc.status_code
-        message = server_message(exc)
-        where = self.base_url
-        if status in (401, 403):
-            return DriverError(
-                f"{where} refused the API key (HTTP {status}): {message};"
-                " set BOSUN_API_KEY or OPENAI_API_KEY"
-            )
-        if status == 404 and what in ("completions", "chat"):
-            other = "completions" if what == "chat" else "chat"
-            endpoint = "/chat/completions" if what == "chat" else "/completions"
-            return DriverError(
-                f"{where} has no {endpoint} endpoint (HTTP 404): {message}; try --api {other}"
-            )
-        if tools_need_jinja(message):
-            return DriverError(
-                f"{where} refused the tools: {message}; start llama-server with --jinja, or"
-                " use --api completions, where bosun renders the tools itself"
-            )
-        if is_context_overflow(status, message):
-            return ContextOverflow(
-                f"{where} refused the prompt as too long for its context: {message}"
-            )
-        after = f" after {tries} tries" if tries > 1 else ""
-        return DriverError(f"{where} {what} request failed with HTTP {status}{after}: {message}")
 
     def _check_model(self) -> None:
         """Ask /models once, so a typo in the model name fails before any work starts."""
@@ -270,7 +208,7 @@ class OpenAIDriver:
         try:
             yield from stream
         except openai.APIStatusError as exc:
-            raise self._status_error(what, exc, 1) from None
+            raise status_error(self.base_url, what, exc, 1) from None
         except openai.APIError as exc:
             if isinstance(exc, openai.APIConnectionError):
                 reason = connection_reason(exc)
@@ -301,11 +239,9 @@ class OpenAIDriver:
         """Text completion of a prompt bosun rendered (POST /v1/completions). The
         request's data spans and head are not ours to use: the server tokenizes, and
         keeps its own prompt cache."""
-        extra: dict[str, Any] = {
-            # vLLM drops special tokens from text by default, and with them Harmony's
-            # channel markers; the parser needs every byte the model wrote.
-            "skip_special_tokens": False,
-        }
+        # vLLM drops special tokens from text by default, and with them Harmony's
+        # channel markers; the parser needs every byte the model wrote.
+        extra: dict[str, Any] = {"skip_special_tokens": False, **self.extra}
         if request.grammar is not None:
             extra["grammar"] = request.grammar  # llama.cpp servers take GBNF in the body
         started = time.perf_counter()
@@ -328,28 +264,14 @@ class OpenAIDriver:
         chunks = self._completion_chunks(stream, started, request.prompt)
         return halting(chunks, halt, interrupted)
 
-    def _check_whole(self, prompt: str, usage: Usage | None) -> None:
-        """Where the server tokenizes on request (llama-server's /tokenize), the prompt
-        tokens it reported must be all of the prompt: fewer means it dropped some, and
-        the answer was made without them. Exact, so a small loss is caught too, which
-        the estimate-based guard (agent.loop.compact) cannot tell from noise."""
-        if self.server is None or self.server.server != "llama-server" or not usage:
-            return
-        real = usage.prompt_tokens
-        exact = exact_count(root_of(self.base_url), prompt, http_json(headers=self._auth()))
-        if real and exact and real < exact - _EXACT_SLACK:
-            raise DriverError(
-                f"{self.base_url} counted {real:,} prompt tokens of the {exact:,} it was sent"
-                " (its own /tokenize): it dropped part of the prompt, so its answer was made"
-                " without it; raise the server's context (-c) or give --context-size N"
-            )
-
     def _completion_chunks(self, stream: Any, started: float, prompt: str) -> Iterator[Chunk]:
         finish: str | None = None
         usage: Usage | None = None
         pieces = 0
         for event in self._stream_events("completions", stream):
             usage = usage_of(event) or usage
+            if not pieces and (progress := progress_of(event)) is not None:
+                yield Chunk("", progress=progress)
             for choice in getattr(event, "choices", None) or ():
                 if choice.text:
                     pieces += 1
@@ -358,7 +280,8 @@ class OpenAIDriver:
                     finish = choice.finish_reason
         if finish is None:
             raise self._cut_off("completions")
-        self._check_whole(prompt, usage)
+        if self.server is not None and usage is not None:
+            check_whole(self.base_url, self.server, prompt, usage.prompt_tokens, self._auth())
         yield Chunk(
             "", usage=finish_usage(usage, pieces, started), finish_reason=finish_reason_of(finish)
         )
@@ -390,6 +313,7 @@ class OpenAIDriver:
                 temperature=self.temperature,
                 stream=True,
                 stream_options={"include_usage": True},
+                extra_body=self.extra,
                 **extra,
             )
 
@@ -403,6 +327,8 @@ class OpenAIDriver:
         pieces = 0
         for event in self._stream_events("chat", stream):
             usage = usage_of(event) or usage
+            if not pieces and (progress := progress_of(event)) is not None:
+                yield ChatChunk(progress=progress)
             for choice in getattr(event, "choices", None) or ():
                 delta = choice.delta
                 text = getattr(delta, "content", None) or ""

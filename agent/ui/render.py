@@ -211,6 +211,9 @@ class Renderer:
         if isinstance(event, ev.ReasoningDelta):
             self._stream("reasoning", event.text)
             return
+        if isinstance(event, ev.PromptProgress):  # the spinner says it; nothing is printed
+            self.footer.read(event.processed, event.total)
+            return
         self.finish_stream()
         if isinstance(event, ev.ToolCallEvent):
             self.tool_call(event)

@@ -138,3 +138,36 @@ def test_tail_keeps_the_live_region_shorter_than_the_screen() -> None:
     c.print(Tail("\n".join(f"row {i}" for i in range(100)), 5))
     lines = output(c).splitlines()
     assert lines == [f"row {i}" for i in range(95, 100)]
+
+
+def spinner_line(r: Renderer) -> str:
+    """The footer's first line as the live region draws it."""
+    c = console()
+    c.print(r.footer)
+    return output(c).splitlines()[0]
+
+
+def test_the_spinner_says_how_far_the_prompt_is_read_until_the_first_token() -> None:
+    c = console()
+    r = Renderer(c, lambda name, args: None)
+    r.footer.begin()
+    assert "working…" in spinner_line(r)
+    r(ev.PromptProgress(180, 400))
+    assert "reading prompt 45%" in spinner_line(r)
+    assert output(c) == ""  # said by the spinner alone, never printed
+    r(ev.PromptProgress(400, 400))
+    assert "reading prompt 100%" in spinner_line(r)
+    r(ev.TextDelta("Hi"))
+    line = spinner_line(r)
+    assert "reading prompt" not in line and "working…" in line and "1 tokens" in line
+    r.finish_stream()
+
+
+def test_a_stop_outranks_the_prefill_and_a_new_turn_forgets_it() -> None:
+    r = Renderer(console(), lambda name, args: None)
+    r(ev.PromptProgress(1, 4))
+    r.stop_requested = lambda: True
+    assert "stopping…" in spinner_line(r) and "reading" not in spinner_line(r)
+    r.stop_requested = lambda: False
+    r(ev.TurnFinished(10, 0, 0, 5))  # a reply that wrote nothing: the report is stale
+    assert "reading" not in spinner_line(r)
