@@ -40,10 +40,11 @@ descriptions.
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent.history import Message, System, User
@@ -154,7 +155,8 @@ def _schema(children: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[di
 SCHEMAS = st.recursive(st.just({}) | st.just({"type": "string"}), _schema, max_leaves=8)
 
 
-@at_most(150)
+# No deadline: the first example loads the vocabulary (a second, once per process).
+@settings(at_most(150), deadline=None)
 @given(
     parameters=st.one_of(
         st.none(), SCHEMAS, _schema(SCHEMAS).map(lambda s: {**s, "type": "object"})
@@ -241,3 +243,15 @@ def test_bosun_parses_what_the_library_parses(parts: list[str]) -> None:
 def test_a_wrong_parse_would_be_caught() -> None:
     parts = COMPLETIONS["analysis-call"]
     assert bosun_meaning("".join(parts).replace("analysis", "final", 1)) != library_meaning(parts)
+
+
+def test_without_the_library_ci_fails_and_elsewhere_it_skips(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "openai_harmony", None)  # import fails
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI must run the Harmony oracle"):
+        oracle.harmony()
+    monkeypatch.setenv("CI", "")
+    with pytest.raises(pytest.skip.Exception):
+        oracle.harmony()
