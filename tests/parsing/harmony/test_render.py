@@ -38,8 +38,11 @@ TOOLS = [
     }
 ]
 RESULT = (
-    '<|start|>functions.read_file to=assistant<|channel|>commentary<|message|>"hello world"<|end|>'
+    "<|start|>functions.read_file to=assistant<|channel|>commentary<|message|>hello world<|end|>"
 )
+# gpt-oss's Hugging Face template JSON-quotes a result; OpenAI's Harmony library, and bosun's
+# template after it, write it verbatim (tests/parsing/harmony/test_oracle.py).
+OFFICIAL_RESULT = RESULT.replace("hello world", '"hello world"')
 NASTY_ARGS = {"path": "a.txt", "note": '<|call|> <|end|> <|return|> </tool_call> ``` "\\'}
 
 
@@ -116,7 +119,7 @@ def test_official_template_round_trips(arguments: dict[str, object]) -> None:
     call = "<|start|>assistant to=functions.read_file<|channel|>commentary json"
     call += f"<|message|>{body}<|call|>"
     assert call in prompt
-    assert RESULT in prompt
+    assert OFFICIAL_RESULT in prompt
     assert "<|return|>" not in prompt.replace(body, "")  # the arguments may mention it
     r = parse_harmony(assistant_messages(prompt))
     assert r.calls == [ToolCall("call_1", "read_file", arguments)] and r.diagnostics == []
