@@ -133,15 +133,16 @@ def _path(header: str, prefix: str, line_no: int) -> str:
 def _operation(body: list[str], at: int) -> tuple[Operation, int]:
     """The operation whose header is body[at], and the index after its last line."""
     header, line_no = body[at].strip(), at + 2  # 1-based, after "*** Begin Patch"
-    if header.startswith(ADD):
+    probe = header + " "  # "*** Add File:" with no path still names the operation
+    if probe.startswith(ADD):
         path, content, at = _path(header, ADD, line_no), [], at + 1
         while at < len(body) and body[at].startswith("+"):
             content.append(body[at][1:] + "\n")
             at += 1
         return AddFile(path, "".join(content)), at
-    if header.startswith(DELETE):
+    if probe.startswith(DELETE):
         return DeleteFile(_path(header, DELETE, line_no)), at + 1
-    if header.startswith(UPDATE):
+    if probe.startswith(UPDATE):
         path, at = _path(header, UPDATE, line_no), at + 1
         move_to = None
         if at < len(body) and body[at].strip().startswith(MOVE):
