@@ -18,7 +18,7 @@ from __future__ import annotations
 import difflib
 import os
 import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -244,6 +244,15 @@ def _roll_back(ctx: ToolContext, done: list[tuple[str, _File]]) -> str:
     if failed:
         return f"could not put back {', '.join(failed)}"
     return "the files written before it were put back" if done else "nothing was changed"
+
+
+# The grammar of --constrain writes `input` as a patch that parses: a string of this
+# format is agent.protocol.grammar's PATCH_FORMAT (the tools do not import the protocol).
+_input = {**apply_patch.parameters["properties"]["input"], "format": "apply-patch"}
+apply_patch = replace(
+    apply_patch,
+    parameters={**apply_patch.parameters, "properties": {"input": _input}},
+)
 
 
 def routed(call: ToolCall, tools: ToolRegistry) -> ToolCall:

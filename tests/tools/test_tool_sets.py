@@ -150,3 +150,27 @@ def test_run_with_tools_offers_and_runs_apply_patch(workspace: Path, script_file
     assert not results[0]["is_error"] and results[0]["content"].startswith("Applied the patch")
     assert results[1]["is_error"] and "unknown tool 'edit_file'" in results[1]["content"]
     assert (workspace / "notes.txt").read_text() == "patched\n"
+
+
+def test_the_grammar_admits_only_patches_that_parse() -> None:
+    from agent.protocol.grammar import PATCH_FORMAT
+    from agent.tools.patch import apply_patch
+    from agent.tools.patch_format import parse_patch
+    from tests.gbnf_check import grammar_accepts
+
+    assert apply_patch.parameters["properties"]["input"]["format"] == PATCH_FORMAT
+    specs = [t.spec() for t in tool_set(("+apply_patch", "-edit_file", "-write_file"))]
+    grammars = profile_for("smollm2-135m").grammars(specs)
+    assert grammars is not None
+    first = grammars[0]
+    good = "*** Begin Patch\n*** Update File: a.py\n@@ def f():\n-    x\n+    y\n*** End Patch"
+    bad = "*** Begin Patch\n*** Update File: a.py\nx\n*** End Patch"
+    parse_patch(good)
+
+    def call(patch: str) -> str:
+        body = json.dumps({"name": "apply_patch", "arguments": {"input": patch}})
+        return f"<tool_call>\n{body}\n</tool_call>"
+
+    assert grammar_accepts(first, call(good))
+    assert not grammar_accepts(first, call(bad))
+    assert not grammar_accepts(first, call("rm -rf /"))
