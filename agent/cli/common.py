@@ -114,6 +114,28 @@ YesOpt = Annotated[
 ]
 
 
+TOOLS_HELP = (
+    "Change the model's tool set: +NAME adds, -NAME removes, comma-separated"
+    " (--tools +apply_patch,-edit_file); applied after the model's own defaults."
+)
+ToolsOpt = Annotated[str | None, typer.Option("--tools", metavar="+NAME,-NAME", help=TOOLS_HELP)]
+
+
+def tool_changes(spec: str | None) -> tuple[str, ...] | None:
+    """--tools as changes, None when not given; unknown names are a usage error."""
+    from agent.tools import parse_tool_changes
+
+    return None if spec is None else parse_tool_changes(spec)
+
+
+def config_tools(workspace: Path | None) -> tuple[str, ...]:
+    """`tools = "…"` from the config files for this workspace (agent.run.config)."""
+    from agent.run.config import load_config
+
+    root = workspace if workspace is not None else Path.cwd()
+    return load_config(root if root.is_dir() else None).tools
+
+
 WORKSPACE_MCP_HELP = "Start MCP servers the workspace names (.mcp.json, .bosun.toml) unapproved."
 
 

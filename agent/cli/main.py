@@ -20,10 +20,13 @@ from agent.cli.common import (
     WORKSPACE_MCP_HELP,
     BosunApp,
     ModelOpt,
+    ToolsOpt,
     WorkspaceOpt,
     YesOpt,
+    config_tools,
     fail,
     mcp_servers,
+    tool_changes,
 )
 
 
@@ -186,6 +189,7 @@ def run(
     allow_workspace_mcp: Annotated[
         bool, typer.Option("--allow-workspace-mcp", help=WORKSPACE_MCP_HELP)
     ] = False,
+    tools: ToolsOpt = None,
     yes: YesOpt = False,
 ) -> None:
     """Run one task headless and exit: 0 done, 1 error, 2 usage, 3 budget/stuck, 4 nothing
@@ -195,6 +199,9 @@ def run(
     (a bad line of the file counts as a failed task, tagged "line N", unless --strict).
     """
     ablations = _ablations(ablate)
+    changes = tool_changes(tools)  # a bad name fails before anything loads
+    if changes is None:
+        changes = config_tools(workspace)
     if yes:
         approve = Approve.auto
     if tasks is not None and prompt is not None:
@@ -216,6 +223,7 @@ def run(
         allow_git_writes=allow_git_writes,
         mcp_servers=mcp_servers(workspace),
         allow_workspace_mcp=allow_workspace_mcp,
+        tools=changes,
         max_turns=max_turns,
         trace=trace,
         ablate=ablations,
@@ -286,11 +294,13 @@ def chat(
     allow_workspace_mcp: Annotated[
         bool, typer.Option("--allow-workspace-mcp", help=WORKSPACE_MCP_HELP)
     ] = False,
+    tools: ToolsOpt = None,
     yes: YesOpt = False,
 ) -> None:
     """Talk to the agent in a terminal: streamed answers, tool calls, diffs, approvals."""
     from agent.ui.app import chat_command
 
+    changes = tool_changes(tools)
     if yes:
         approve = Approve.auto
     code = chat_command(
@@ -306,6 +316,7 @@ def chat(
         allow_net=allow_net,
         allow_git_writes=allow_git_writes,
         allow_workspace_mcp=allow_workspace_mcp,
+        tools=changes,
     )
     raise typer.Exit(code)
 

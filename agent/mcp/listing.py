@@ -8,7 +8,7 @@ from typing import Any
 from agent.mcp.hub import Hub
 from agent.mcp.servers import ServerSpec
 from agent.mcp.session import start_hub
-from agent.tools import BUILTIN
+from agent.tools import KNOWN
 from agent.untrusted import visible
 
 
@@ -43,7 +43,7 @@ def list_servers(
         servers,
         workspace,
         allow_workspace=allow_workspace,
-        reserved=(t.name for t in BUILTIN),
+        reserved=(t.name for t in KNOWN),
         report=lambda _line: None,  # the table says it
     )
     if hub is None:

@@ -12,6 +12,7 @@ it is rejected with the rule's id and what to change.
 from __future__ import annotations
 
 import fnmatch
+import re
 import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
@@ -24,7 +25,8 @@ from agent.resources import template_path
 GGUF_TEMPLATE = "gguf"  # "the template embedded in the model file"
 DEFAULT_TEMPLATE = "chatml"  # what a model with no usable template of its own gets
 _MATCH_KEYS = ("name", "architecture", "general_name")
-_FLAG_KEYS = ("template", "tool_format", "think_markers", "stop", "override")
+_FLAG_KEYS = ("template", "tool_format", "think_markers", "stop", "override", "tools")
+_TOOL_CHANGE = re.compile(r"[+-][a-z_]+")
 
 
 class CapabilitiesError(ValueError):
@@ -42,6 +44,9 @@ class Capabilities:
     think_markers: tuple[str, str] | tuple[()] | None = None
     stop: tuple[str, ...] | None = None
     override: bool = False  # the flags win over what the model's own template says
+    # Changes to bosun's default tool set, as --tools takes them ("+apply_patch"): the
+    # tools this family was trained to call (agent.tools.tool_set applies them).
+    tools: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -128,6 +133,11 @@ def parse_rule(row: dict[str, Any], index: int) -> Rule:
     override = row.get("override", False)
     if not isinstance(override, bool):
         raise _fail(where, "override must be true or false")
+    tools = row.get("tools", [])
+    if not isinstance(tools, list) or not all(
+        isinstance(t, str) and _TOOL_CHANGE.fullmatch(t) for t in tools
+    ):
+        raise _fail(where, 'tools must be a list of "+NAME" / "-NAME" changes')
 
     # The audit: flags that cannot all be true of one model.
     harmony = tool_format == "gpt_oss_harmony"
@@ -157,6 +167,7 @@ def parse_rule(row: dict[str, Any], index: int) -> Rule:
             think_markers=think,
             stop=tuple(stop) if stop is not None else None,
             override=override,
+            tools=tuple(tools),
         ),
         **{key: _globs(where, key, row[key]) for key in _MATCH_KEYS if key in row},
     )

@@ -37,6 +37,22 @@ _PRIMITIVES = {
     "array": '"[" ws ( value ("," ws value)* )? ws "]"',
 }
 
+# A JSON string holding a patch in Codex's format (a string schema with `"format":
+# "apply-patch"`): a small model cannot write the format from a description, but under
+# this rule every patch it writes parses. A line's characters exclude the newline,
+# which the JSON escape backslash-n ends each line with.
+PATCH_FORMAT = "apply-patch"
+_PATCH_RULES = {
+    "patch": r'"\"*** Begin Patch\\n" patch-op+ "*** End Patch\""',
+    "patch-op": (
+        r'"*** Add File: " patch-path "\\n" ("+" patch-char* "\\n")+'
+        r' | "*** Delete File: " patch-path "\\n"'
+        r' | "*** Update File: " patch-path "\\n" patch-hunk+'
+    ),
+    "patch-hunk": r'"@@" (" " patch-char+)? "\\n" ([ +-] patch-char* "\\n")+',
+    "patch-path": "[a-zA-Z0-9_.-] [a-zA-Z0-9_./-]{0,200}",
+    "patch-char": r'[^"\\\x7F\x00-\x1F] | "\\" (["\\/bfrt] | "u" [0-9a-fA-F]{4})',
+}
 _ANSWER = "[^<\\x00] [^\\x00]*"  # prose: anything that does not open a tag
 # Characters of rules: bosun's own tools take about 5,000 in the widest format.
 GRAMMAR_BUDGET = 256_000
@@ -105,6 +121,10 @@ class _Builder:
         if "const" in schema:
             return self.add(name, _literal(json.dumps(schema["const"], ensure_ascii=False)))
         kind = schema.get("type")
+        if kind == "string" and schema.get("format") == PATCH_FORMAT:
+            for rule, body in _PATCH_RULES.items():
+                self.add(rule, body)
+            return "patch"
         if kind in ("string", "integer", "number", "boolean", "null"):
             return str(kind)
         if kind == "array":

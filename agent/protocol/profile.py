@@ -97,6 +97,9 @@ class ModelProfile:
     dialect: Dialect = field(repr=False)
     call_example: str = field(default="", repr=False)  # the model's own markup for a call
     rule: str = "default"
+    # Changes to bosun's default tools for this family ("+apply_patch", "-edit_file"):
+    # the tools it was trained on (capabilities.toml); the user's --tools come after.
+    tool_changes: tuple[str, ...] = ()
     source: ModelSource | None = field(default=None, repr=False, compare=False)
 
     # -- prompts ----------------------------------------------------------------------
@@ -396,6 +399,7 @@ def _resolve(src: ModelSource, forced: bool = False) -> ModelProfile:
         dialect=dialect,
         call_example=example,
         rule=rule.rule,
+        tool_changes=rule.tools,
         source=src,
     )
 

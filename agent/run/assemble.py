@@ -27,7 +27,7 @@ from agent.protocol.profile import ModelProfile, profile_for
 from agent.run.settings import Settings
 from agent.run.system_prompt import system_message
 from agent.session import SessionLog, bosun_home
-from agent.tools import BUILTIN, ToolRegistry, default_registry
+from agent.tools import KNOWN, ToolRegistry, default_registry
 from agent.tools.orchestrator import Gate
 from agent.tools.permissions import Approver
 from agent.untrusted import json_line
@@ -182,7 +182,7 @@ class Assembly:
             settings.workspace,
             allow_workspace=settings.allow_workspace_mcp,
             ask=ask_server,
-            reserved=(t.name for t in BUILTIN),
+            reserved=(t.name for t in KNOWN),
         )
         try:
             if driver is None:
@@ -214,9 +214,11 @@ class Assembly:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def tools(self) -> ToolRegistry:
-        """bosun's tools and the hub's, a registry of its own for each agent."""
-        return default_registry(self.hub.tools() if self.hub is not None else ())
+    def tools(self, settings: Settings | None = None) -> ToolRegistry:
+        """bosun's tools and the hub's, a registry of its own for each agent: the
+        model's own set (its profile's changes) with the user's changes on top."""
+        changes = (*self.profile.tool_changes, *(settings or self.settings).tools)
+        return default_registry(self.hub.tools() if self.hub is not None else (), changes)
 
     def agent(
         self,
@@ -233,7 +235,7 @@ class Assembly:
         `settings` (a task's own); `on_message` sees every message added (a session
         file), `cancel` is shared where one Ctrl-C stops several agents (a batch)."""
         settings = settings or self.settings
-        tools = self.tools()
+        tools = self.tools(settings)
         return Agent(
             seat=seat_for(driver or self.driver, self.profile, tools, settings),
             tools=tools,

@@ -37,7 +37,6 @@ from agent.run.output import JsonlPrinter
 from agent.run.settings import Settings
 from agent.run.tasks_file import BadLine, Task, load_tasks, read_tasks
 from agent.session import SessionLog, new_session_id
-from agent.tools import default_registry
 from agent.untrusted import json_line, visible
 from drivers.base import Driver, Usage
 
@@ -303,7 +302,7 @@ def run_tasks(
     with Assembly.open(settings, driver=driver, report=report) as assembly:
         pool = DriverPool(assembly.driver, settings.jobs)
         # a bad --constrain fails here, once, rather than in every task
-        constraint_for(settings.constrain, pool.driver, default_registry(), assembly.profile)
+        constraint_for(settings.constrain, pool.driver, assembly.tools(), assembly.profile)
         shared = _Shared(assembly, pool, LockedOutput(out), trace, Cancel(), _once(err))
         return _run_all(tasks, bad, shared, err, out)
 

@@ -165,6 +165,7 @@ class ChatSession:
                 raise
             view = agent.compactor.view if agent.compactor is not None else None
             assembly = self.assembly
+            agent.tools = self.tools = assembly.tools(settings)  # the new model's own set
             agent.seat = seat_for(assembly.driver, assembly.profile, self.tools, settings, view)
             self.stats.last = None  # the old model's speed is not the new one's
             self._emit(session_event(agent, self.id))

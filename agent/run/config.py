@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 from agent.errors import UsageError
 from agent.mcp.servers import Origin, ServerSpec, merge, parse_servers, read_mcp_json
 from agent.session import bosun_home
+from agent.tools import parse_tool_changes
 from agent.tools.permissions import APPROVE_MODES
 from agent.tools.sandbox import SANDBOX_MODES
 from agent.untrusted import TooDeep, check_depth
@@ -50,6 +51,8 @@ class Config:
     sandbox_read: tuple[str, ...] = ()  # hidden folders shown read-only (user file only)
     # [mcp_servers.NAME] of both files and the workspace's .mcp.json (agent.mcp.servers)
     mcp_servers: tuple[ServerSpec, ...] = ()
+    # `tools = "+apply_patch,-edit_file"`: changes to the model's tool set, as --tools
+    tools: tuple[str, ...] = ()
     # Not a setting (no file may set it): the model the workspace's file chose, if it
     # did; a server it names never gets the user's API key.
     workspace_model: str | None = None
@@ -130,6 +133,10 @@ def parse_config_file(path: Path, origin: Origin = "user") -> dict[str, Any]:
             value = tuple(value)
         if key == "mcp_servers":
             value = parse_servers(value, str(path), origin)
+        if key == "tools":
+            if not isinstance(value, str):
+                raise UsageError(f'{where} must be a string such as "+apply_patch,-edit_file"')
+            value = parse_tool_changes(value, where)
         out[key] = value
     return out
 
@@ -242,6 +249,7 @@ def resolve(
     sandbox: str | None = None,
     allow_net: bool | None = None,
     allow_git_writes: bool | None = None,
+    tools: tuple[str, ...] | None = None,
 ) -> Config:
     """The settings for a run: the files' values with every flag the user gave on top."""
     config = load_config(workspace)
@@ -253,6 +261,7 @@ def resolve(
         "sandbox": sandbox,
         "allow_net": allow_net,
         "allow_git_writes": allow_git_writes,
+        "tools": tools,
     }
     config = replace(config, **{k: v for k, v in flags.items() if v is not None})
     if model is not None:  # the user's own choice, even where it names the same server

@@ -40,6 +40,9 @@ class Settings:
     allow_git_writes: bool = False
     sandbox_read: tuple[str, ...] = ()
     mcp_servers: tuple[ServerSpec, ...] = ()  # from the config files (agent.run.config)
+    # the user's changes to the model's tool set ("+apply_patch", "-edit_file"): --tools,
+    # or `tools` in a config file; applied after the profile's own (agent.tools.tool_set)
+    tools: tuple[str, ...] = ()
     allow_workspace_mcp: bool = False  # start servers the workspace names, unapproved
     # budgets of one request (a task's own line may lower or raise them)
     max_turns: int = 30  # model calls

@@ -1,28 +1,73 @@
-"""The tools bosun gives a model: one file per family, assembled here."""
+"""The tools bosun gives a model: one file per family, assembled here.
 
+Which of them a model is offered is its profile's word first (gpt-oss, trained on
+Codex's patches, gets apply_patch in place of edit_file and write_file), then the user's
+(`--tools +apply_patch,-bash`, or `tools = "…"` in a config file): both are lists of
+changes to the default set, applied in order.
+"""
+
+import re
 from collections.abc import Iterable
 
+from agent.errors import UsageError
 from agent.tools.edit import edit_file, write_file
 from agent.tools.files import list_dir, read_file
+from agent.tools.patch import apply_patch
 from agent.tools.registry import Tool, ToolContext, ToolError, ToolRegistry, tool
 from agent.tools.search import glob, grep
 from agent.tools.shell import bash
 
-BUILTIN = (read_file, list_dir, glob, grep, write_file, edit_file, bash)
+BUILTIN = (read_file, list_dir, glob, grep, write_file, edit_file, bash)  # the default set
+OPTIONAL = (apply_patch,)  # offered only where a profile or the user adds them
+KNOWN = (read_file, list_dir, glob, grep, write_file, edit_file, apply_patch, bash)
+_CHANGE = re.compile(r"[+-]?[a-z_]+")
 
 
-def default_registry(extra: Iterable[Tool] = ()) -> ToolRegistry:
-    """Read tools first: small models tend to pick from the top of the list; tools from
+def parse_tool_changes(spec: str, where: str = "--tools") -> tuple[str, ...]:
+    """`"+apply_patch,-edit_file"` -> ("+apply_patch", "-edit_file"); a bare name adds
+    it. A UsageError, one line naming the known tools, for anything else."""
+    changes: list[str] = []
+    known = [t.name for t in KNOWN]
+    for item in (part.strip() for part in spec.split(",")):
+        if not item:
+            continue
+        if not _CHANGE.fullmatch(item):
+            raise UsageError(
+                f"{where}: {item[:40]!r} is not +NAME or -NAME (for example"
+                " +apply_patch,-edit_file)"
+            )
+        name = item.lstrip("+-")
+        if name not in known:
+            raise UsageError(f"{where}: unknown tool {name!r} (known: {', '.join(known)})")
+        changes.append(item if item[0] in "+-" else f"+{item}")
+    return tuple(changes)
+
+
+def tool_set(changes: Iterable[str] = ()) -> tuple[Tool, ...]:
+    """The default tools with `changes` applied in order, in KNOWN's order (read tools
+    first: small models tend to pick from the top of the list)."""
+    names = {t.name for t in BUILTIN}
+    for change in parse_tool_changes(",".join(changes), "tools"):
+        (names.add if change[0] == "+" else names.discard)(change[1:])
+    return tuple(t for t in KNOWN if t.name in names)
+
+
+def default_registry(extra: Iterable[Tool] = (), changes: Iterable[str] = ()) -> ToolRegistry:
+    """bosun's tools (the default set, with `changes`: see `tool_set`), then tools from
     MCP servers (`extra`) after bosun's own."""
-    return ToolRegistry([*BUILTIN, *extra])
+    return ToolRegistry([*tool_set(changes), *extra])
 
 
 __all__ = [
     "BUILTIN",
+    "KNOWN",
+    "OPTIONAL",
     "Tool",
     "ToolContext",
     "ToolError",
     "ToolRegistry",
     "default_registry",
+    "parse_tool_changes",
     "tool",
+    "tool_set",
 ]

@@ -34,7 +34,7 @@ class Change:
     summary: str
 
 
-def _current_text(ctx: ToolContext, path: str) -> str | None:
+def current_text(ctx: ToolContext, path: str) -> str | None:
     """The file's text, None if it does not exist; refuses what an edit would corrupt."""
     real = resolve_in_workspace(ctx.workspace, path)
     if not real.exists():
@@ -52,7 +52,7 @@ def _current_text(ctx: ToolContext, path: str) -> str | None:
         ) from None
 
 
-def _store(ctx: ToolContext, path: str, text: str) -> None:
+def store_text(ctx: ToolContext, path: str, text: str) -> None:
     """Write through an fd opened beneath the root, so no symlink leads the write out."""
     real = resolve_in_workspace(ctx.workspace, path)
     if real.is_dir():
@@ -86,7 +86,7 @@ def _plan_write(ctx: ToolContext, path: str, content: str) -> Change:
     if not real.exists():
         return Change(None, content, f"Created {path} ({size})")
     try:
-        before = _current_text(ctx, path) or ""
+        before = current_text(ctx, path) or ""
     except ToolError:  # binary or huge: replacing it whole is still a fair request
         return Change("", content, f"Wrote {path} ({size}; it was not a text file before)")
     return Change(before, content, f"Wrote {path} ({size}; it had {_lines(_line_count(before))})")
@@ -188,7 +188,7 @@ def _plan_edit(ctx: ToolContext, path: str, old: str, new: str, replace_all: boo
         raise ToolError("old is empty; to create or overwrite a whole file use write_file")
     if old == new:
         raise ToolError("old and new are the same; nothing would change")
-    text = _current_text(ctx, path)
+    text = current_text(ctx, path)
     if text is None:
         raise ToolError(f"{path}: no such file; to create it use write_file")
     count = text.count(old)
@@ -249,7 +249,7 @@ def write_file(ctx: ToolContext, path: str, content: str) -> str:
         content: the complete new content of the file
     """
     change = _plan_write(ctx, path, content)
-    _store(ctx, path, change.after)
+    store_text(ctx, path, change.after)
     return change.summary
 
 
@@ -264,5 +264,5 @@ def edit_file(ctx: ToolContext, path: str, old: str, new: str, replace_all: bool
         replace_all: replace every occurrence instead of requiring exactly one
     """
     change = _plan_edit(ctx, path, old, new, replace_all)
-    _store(ctx, path, change.after)
+    store_text(ctx, path, change.after)
     return change.summary

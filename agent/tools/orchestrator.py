@@ -8,13 +8,14 @@ together, so the loop only counts what happened (the `Outcome`) and never decide
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agent.history import ToolCall, ToolResult
 from agent.tools.checkpoints import Checkpoints
+from agent.tools.patch import routed
 from agent.tools.permissions import DECLINED, Approver, policy_refused, refusal
 from agent.tools.registry import ToolContext, ToolRegistry
 
@@ -65,7 +66,9 @@ def run_call(
     running: Callable[[], AbstractContextManager[object]] = nullcontext,
 ) -> Outcome:
     """Ask (where the mode says to), keep what a write would change, then run the tool.
-    `running` wraps the execution (the loop makes Ctrl-C stop the tool at once there)."""
+    `running` wraps the execution (the loop makes Ctrl-C stop the tool at once there).
+    A bash call that only runs `apply_patch` goes to that tool (`agent.tools.patch`)."""
+    call = routed(call, tools)
     tool = tools.get(call.name)
     refused: str | None = None
     try:
@@ -92,11 +95,10 @@ def run_call(
             redirected=refused.startswith(DECLINED) and refused != DECLINED,
             refused=policy_refused(refused),
         )
-    path = call.arguments.get("path")
-    writes = tool is not None and tool.kind == "write" and isinstance(path, str)
-    recording: AbstractContextManager[object] = nullcontext()
-    if checkpoints is not None and writes:
-        recording = checkpoints.recording(str(path))  # before, and what the write left
+    recording = ExitStack()
+    if checkpoints is not None and tool is not None and tool.kind == "write":
+        for path in tool.written_paths(call.arguments):  # every file of a patch
+            recording.enter_context(checkpoints.recording(path))  # before, and after
     try:
         with recording, running():
             result = tools.execute(call, ToolContext(workspace, gate.sandbox))

@@ -6,7 +6,7 @@ whether a call asks first.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -50,21 +50,22 @@ def touches_git(root: Path, path: object) -> bool:
     return ".git" in real.relative_to(root.resolve()).parts
 
 
-def into_git(mode: str, kind: ToolKind, arguments: dict[str, object], root: Path) -> bool:
+def into_git(mode: str, kind: ToolKind, paths: Iterable[object], root: Path) -> bool:
     """A write into `.git/` in a mode that may write but is not `auto`: it asks every
     time, whatever was answered before, since hooks and config there (core.fsmonitor)
-    run commands at the user's next git command."""
+    run commands at the user's next git command. `paths`: what the call would write
+    (`Tool.written_paths`: every file of a patch, too)."""
     if kind != "write" or mode in ("auto", "read-only"):
         return False
-    return any(touches_git(root, v) for k, v in arguments.items() if "path" in k)
+    return any(touches_git(root, p) for p in paths)
 
 
 def call_decision(
-    mode: str, kind: ToolKind, arguments: dict[str, object], root: Path, *, sandboxed: bool = False
+    mode: str, kind: ToolKind, paths: Iterable[object], root: Path, *, sandboxed: bool = False
 ) -> Literal["allow", "ask", "deny"]:
     """`decision`, with writes into `.git/` asking (see `into_git`)."""
     verdict = decision(mode, kind, sandboxed=sandboxed)
-    if verdict == "allow" and into_git(mode, kind, arguments, root):
+    if verdict == "allow" and into_git(mode, kind, paths, root):
         return "ask"
     return verdict
 
@@ -130,11 +131,12 @@ def refusal(
     `sandboxed`: bash runs in the sandbox, so auto-edit lets it run unasked. `futile`:
     why the call is already known to fail or change nothing, asked only where the call
     would need an approval: such a question's answer could not matter."""
-    verdict = call_decision(mode, tool.kind, call.arguments, root, sandboxed=sandboxed)
+    paths = tool.written_paths(call.arguments)
+    verdict = call_decision(mode, tool.kind, paths, root, sandboxed=sandboxed)
     if verdict == "deny":
         return f"Error: {call.name} is not allowed in {mode} mode"
     # a write into .git/ asks each time: "always" for edits is not "always" for hooks
-    git = into_git(mode, tool.kind, call.arguments, root)
+    git = into_git(mode, tool.kind, paths, root)
     if verdict != "ask" or (call.name in always and not git):
         return None
     pointless = futile()

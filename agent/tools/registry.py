@@ -48,6 +48,18 @@ class Tool:
     # What the call would change, shown before asking (a unified diff for file edits);
     # same signature as `func`, must not change anything.
     preview: Callable[..., str] | None = None
+    # The workspace paths a call would write, from its arguments: what the checkpoints
+    # save first and the .git/ check looks at. None: its arguments named "*path*".
+    paths: Callable[[dict[str, Any]], list[str]] | None = None
+
+    def written_paths(self, arguments: dict[str, Any]) -> list[str]:
+        """The paths a call with these arguments would write (never raises)."""
+        if self.paths is not None:
+            try:
+                return [p for p in self.paths(arguments) if isinstance(p, str)]
+            except Exception:  # a malformed call writes nothing: it fails on its own
+                return []
+        return [v for k, v in arguments.items() if "path" in k and isinstance(v, str)]
 
     def spec(self) -> dict[str, Any]:
         """OpenAI-style tool definition, as chat templates and servers expect."""
@@ -104,7 +116,10 @@ def _param_docs(doc: str) -> dict[str, str]:
 
 
 def tool(
-    kind: ToolKind, *, preview: Callable[..., str] | None = None
+    kind: ToolKind,
+    *,
+    preview: Callable[..., str] | None = None,
+    paths: Callable[[dict[str, Any]], list[str]] | None = None,
 ) -> Callable[[Callable[..., str]], Tool]:
     """Declare a tool. The function's first parameter is the ToolContext."""
 
@@ -129,7 +144,7 @@ def tool(
             "additionalProperties": False,
         }
         description = doc.split("\n\n", 1)[0].replace("\n", " ").strip()
-        return Tool(func.__name__, description, parameters, func, kind, preview)
+        return Tool(func.__name__, description, parameters, func, kind, preview, paths)
 
     return wrap
 

@@ -17,8 +17,10 @@ import contextlib
 import ctypes
 import functools
 import os
+import re
 import secrets
 import select
+import shlex
 import shutil
 import signal
 import subprocess
@@ -255,6 +257,33 @@ def bash(ctx: ToolContext, command: str, timeout: int = DEFAULT_TIMEOUT) -> str:
 
 
 _EXITED, _KILLED = "[exit code ", "[killed by signal "
+
+# `apply_patch <<'EOF'` … `EOF`: any delimiter word, quoted or not, `<<-` too.
+_HEREDOC = re.compile(
+    r"\A\s*(?:apply_patch|applypatch)\s*<<-?\s*(['\"]?)(\w+)\1[ \t]*\n(.*)\n[ \t]*\2\s*\Z",
+    re.DOTALL,
+)
+MAX_ROUTED_CHARS = 4 * 1024 * 1024
+
+
+def apply_patch_invocation(command: str) -> str | None:
+    """The patch, when `command` is nothing but Codex's `apply_patch` invocation: a
+    heredoc (`apply_patch <<'EOF'` … `EOF`) or the patch as its one argument. Models
+    trained on Codex write these through the shell; the caller hands the patch to the
+    apply_patch tool, so it is confined, approved with its diff and checkpointed like
+    any edit instead of running as a command. None for every other command."""
+    if len(command) > MAX_ROUTED_CHARS or "apply" not in command[:200]:
+        return None
+    heredoc = _HEREDOC.match(command)
+    if heredoc is not None:
+        return heredoc.group(3)
+    try:
+        words = shlex.split(command)
+    except ValueError:  # unbalanced quotes: not a command we can read for certain
+        return None
+    if len(words) == 2 and words[0] in ("apply_patch", "applypatch"):
+        return words[1]
+    return None
 
 
 def command_failed(result: str) -> bool:

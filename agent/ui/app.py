@@ -340,6 +340,7 @@ def chat_command(
     allow_net: bool | None = None,
     allow_git_writes: bool | None = None,
     allow_workspace_mcp: bool = False,
+    tools: tuple[str, ...] | None = None,
 ) -> int:
     """Run the REPL until the user leaves; the exit code (0) for `bosun chat`."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -371,6 +372,7 @@ def chat_command(
         sandbox=sandbox,
         allow_net=allow_net,
         allow_git_writes=allow_git_writes,
+        tools=tools,
     )
     policy = resolve_sandbox(
         config.sandbox,

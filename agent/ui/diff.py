@@ -17,6 +17,7 @@ from agent.errors import ToolError
 from agent.history import ToolCall
 from agent.tools import ToolContext, ToolRegistry
 from agent.tools.confine import resolve_in_workspace
+from agent.tools.patch import routed
 from agent.untrusted import visible
 
 MAX_DIFF_LINES = 60
@@ -55,6 +56,9 @@ def preview_diff(
     name: str, arguments: dict[str, Any], tools: ToolRegistry, workspace: Path
 ) -> str | None:
     """A unified diff for a file-changing call, or None when there is nothing to show."""
+    if name == "bash" and isinstance(tools, ToolRegistry):  # `apply_patch <<EOF`: its diff
+        call = routed(ToolCall("preview", name, arguments), tools)
+        name, arguments = call.name, call.arguments
     registry_preview = getattr(tools, "preview", None)
     tool = tools.get(name)
     if callable(registry_preview) and getattr(tool, "preview", None) is not None:
