@@ -40,16 +40,20 @@ _PRIMITIVES = {
 # A JSON string holding a patch in Codex's format (a string schema with `"format":
 # "apply-patch"`): a small model cannot write the format from a description, but under
 # this rule every patch it writes parses. A line's characters exclude the newline,
-# which the JSON escape backslash-n ends each line with.
+# which the JSON escape backslash-n ends each line with. The bounds (a line, a hunk,
+# hunks and files per patch) are what a constrained model, a small one, writes in one
+# call; they make a patch end within a reply instead of one line running to the token
+# limit, which is what SmolLM2 does without them.
 PATCH_FORMAT = "apply-patch"
 _PATCH_RULES = {
-    "patch": r'"\"*** Begin Patch\\n" patch-op+ "*** End Patch\""',
+    "patch": r'"\"*** Begin Patch\\n" patch-op{1,4} "*** End Patch\""',
     "patch-op": (
-        r'"*** Add File: " patch-path "\\n" ("+" patch-char* "\\n")+'
+        r'"*** Add File: " patch-path "\\n" ("+" patch-line "\\n"){1,40}'
         r' | "*** Delete File: " patch-path "\\n"'
-        r' | "*** Update File: " patch-path "\\n" patch-hunk+'
+        r' | "*** Update File: " patch-path "\\n" patch-hunk{1,6}'
     ),
-    "patch-hunk": r'"@@" (" " patch-char+)? "\\n" ([ +-] patch-char* "\\n")+',
+    "patch-hunk": r'"@@" (" " patch-char patch-line)? "\\n" ([ +-] patch-line "\\n"){1,16}',
+    "patch-line": "patch-char{0,160}",
     "patch-path": "[a-zA-Z0-9_.-] [a-zA-Z0-9_./-]{0,200}",
     "patch-char": r'[^"\\\x7F\x00-\x1F] | "\\" (["\\/bfrt] | "u" [0-9a-fA-F]{4})',
 }

@@ -179,9 +179,10 @@ def test_the_grammar_admits_only_patches_that_parse() -> None:
 @pytest.mark.model
 def test_smollm2_under_the_grammar_writes_a_patch_that_parses(workspace: Path) -> None:
     """The real bundled model with only apply_patch offered and --constrain always: any
-    call it completes is an apply_patch call whose input parses (the grammar sees to
-    that). Whether it finishes a patch inside the token budget is the model's own
-    matter (it often writes one long line), so that is not asserted."""
+    call it writes is an apply_patch call whose input parses: the grammar sees to the
+    format, and its bounds (line length, lines, hunks) to the patch ending inside the
+    reply, where without them SmolLM2 writes one line until the token limit. Whether the
+    patch applies to the file is the model's own matter, so that is not asserted."""
     from agent.tools.patch_format import parse_patch
 
     (workspace / "hello.py").write_text('def greet():\n    return "hello"\n')
@@ -201,8 +202,8 @@ def test_smollm2_under_the_grammar_writes_a_patch_that_parses(workspace: Path) -
     assert "Traceback" not in said
     events = [json.loads(line) for line in out.stdout.splitlines()]
     calls = [e for e in events if e["type"] == "tool_call"]
+    # The grammar's bounds end the patch inside the reply: a call, whose input parses.
+    assert calls, said[-2000:]
     for call in calls:
         assert call["name"] == "apply_patch"
         assert parse_patch(call["arguments"]["input"])
-    if not calls:  # cut off at the token budget: said, never run
-        assert any("cut off" in e.get("message", "") for e in events if e["type"] == "diagnostic")
