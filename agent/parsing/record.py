@@ -106,7 +106,13 @@ def json_region(opener: str, closer: str | None, decode: Decoder = d.json_calls)
     return Region(opener, closer, decode, json=closer is not None)
 
 
+# The tool routing renders a sample call with (`agent.protocol.template_facts`). Formats
+# whose markup has no marker of its own (a Python list `[f(a=1)]`, a bare JSON object)
+# are recognised by that call's head, so their signatures name it.
+SAMPLE_NAME = "example_tool"
+
 # Vocabulary several formats share (their models descend from one family).
 NAMED = '{"name": "{name}", "arguments": '  # the OpenAI-style JSON call, up to its arguments
 LLAMA3_END = ("<|eom_id|>", "<|eot_id|>")  # Llama 3's end-of-message tokens
+LLAMA4_END = ("<|eom|>", "<|eot|>")  # Llama 4's
 IM_END = "<|im_end|>"  # ChatML's end of turn
