@@ -120,7 +120,8 @@ RECORDS: tuple[Format, ...] = (
     Format(
         "granite",
         signature=(("<|tool_call|>",),),
-        regions=(Region("<|tool_call|>", None, d.json_calls),),
+        # Granite 3.x: `<|tool_call|>` then a JSON list, spaced any way; prose may follow.
+        regions=(Region("<|tool_call|>", None, d.keyed_list),),
         shape=json_shape(NAMED, "}", section=("<|tool_call|>[", "]"), join=", "),
     ),
     Format(

@@ -160,8 +160,9 @@ def json_reply(body: str, closed: bool, schemas: Schemas | None = None) -> list[
 def python_tag(body: str, closed: bool, schemas: Schemas | None = None) -> list[Item]:
     """Functionary v3.1 / Llama 3.1: code after <|python_tag|> is a call to `python`."""
     code = body.removeprefix(PYTHON_TAG)
-    if code.lstrip().startswith("{"):
-        return bare_json(body, closed, schemas)
+    if code.lstrip().startswith("{"):  # a JSON call, perhaps followed by <|eom_id|> or prose
+        items = json_reply(code.lstrip(), closed, schemas)
+        return decode_json(code, closed) if all(isinstance(i, Prose) for i in items) else items
     return [("python", {"code": code})]
 
 
