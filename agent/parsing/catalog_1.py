@@ -1,11 +1,11 @@
 """The format records, first part: Hermes to MiniMax-M1, in `FORMATS` order.
 
 Each record is one format's whole vocabulary (see `agent.parsing.record`). The catalogue
-is cut in two only to keep each file readable; `catalog_2` goes on where this one stops,
-and `agent.parsing.formats` joins them in this order. Region openers and closers are the
-markup models really write, including the variants peers accept: Qwen3-Coder XML without
-its `<tool_call>`, DeepSeek calls without the section tags, Kimi K2 calls without a
-section. Harmony's record lives beside its own parser (`agent.parsing.harmony`).
+is cut in parts only to keep each file readable; `catalog_2` and `catalog_3` go on where
+this one stops, and `agent.parsing.formats` joins them in this order. Region openers and
+closers are the markup models really write, including the variants peers accept:
+Qwen3-Coder XML without its `<tool_call>`, DeepSeek calls without the section tags, Kimi
+K2 calls without a section. Harmony's record lives beside its own parser (`agent.parsing.harmony`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The format records, second part: Nemotron to InternLM 2, in `FORMATS` order.
 
-`catalog_1` holds the first part; `agent.parsing.formats` joins the two. A new format's
-record goes at the end of this one (a format listed later changes no older order).
+`catalog_1` holds the first part, `catalog_3` the formats added since;
+`agent.parsing.formats` joins the three in order.
 """
 
 from __future__ import annotations

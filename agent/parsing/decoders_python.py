@@ -22,7 +22,7 @@ from typing import Any
 from agent import untrusted
 from agent.parsing.native import Item, Prose, Schemas
 
-MAX_CALL = 200_000  # characters of one call's arguments; a longer one is refused
+MAX_CALL = 1_000_000  # characters of one call's arguments; a longer one is refused
 MAX_LISTS = 16  # candidate `[name(` lists one reply is searched for; the rest is prose
 
 _JSON_NAMES = {"true": True, "false": False, "null": None}

@@ -4,10 +4,10 @@ A format is a vocabulary: the markers that identify it in a chat template, the r
 its calls are read from, the shape a call is written (and constrained) in, the stop
 strings and reasoning markers its models use. Those facts used to sit in one table per
 kind, so adding a format meant editing five files and a forgotten one disagreed in
-silence. Now each format is one `Format` (kept in `agent.parsing.catalog_1` and
-`catalog_2`, or beside its own parser: harmony), `agent.parsing.formats.REGISTRY` holds
-them all, and the old tables (`FORMATS`, `SIGNATURES`, `NATIVE`, `SHAPES`, …) are views
-computed from it.
+silence. Now each format is one `Format` (kept in `agent.parsing.catalog_1`,
+`catalog_2` and `catalog_3`, or beside its own parser: harmony),
+`agent.parsing.formats.REGISTRY` holds them all, and the old tables (`FORMATS`,
+`SIGNATURES`, `NATIVE`, `SHAPES`, …) are views computed from it.
 """
 
 from __future__ import annotations
