@@ -243,3 +243,32 @@ def test_prose_around_a_written_call_keeps_the_call(fmt: str) -> None:
         assert _run(fmt, chunks) == whole
 
     check()
+
+
+# The markup of all these families, cut into pieces and mixed with prose.
+_PIECES = [
+    "[", "]", "(", ")", "{", "}", "'", '"', "\\", "=", ",", " ", "\n", "get_weather",
+    "city='x'", "a=1", "true", "null", "<|python_start|>", "<|python_end|>", "<|eot|>",
+    "<|eot_id|>", "<function_calls>", "</function_calls>", "functools[", "<|tool_call|>",
+    "<|/tool_call|>", '{"name": "f", "parameters": {}}', '{"name"', ": ", '"parameters"',
+    "<|action_start|><|plugin|>", "<|action_end|>", "<think>", "</think>",
+    "<|python_tag|>", "Some prose. ",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("fmt", [*FAMILIES, "lfm2"])
+def test_any_chunking_of_family_markup_gives_the_one_shot_events(fmt: str) -> None:
+    @settings(max_examples=150, deadline=None)
+    @given(
+        parts=st.lists(st.sampled_from(_PIECES), max_size=25),
+        cuts=st.lists(st.integers(0, 300), max_size=6),
+    )
+    def check(parts: list[str], cuts: list[int]) -> None:
+        text = "".join(parts)
+        points = sorted({min(c, len(text)) for c in cuts})
+        chunks = [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
+        whole = _run(fmt, [text])
+        assert _run(fmt, chunks) == whole
+        assert _run(fmt, list(text)) == whole
+
+    check()
