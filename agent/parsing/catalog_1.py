@@ -1,42 +1,32 @@
 """The format records, first part: Hermes to MiniMax-M1, in `FORMATS` order.
 
 Each record is one format's whole vocabulary (see `agent.parsing.record`). The catalogue
-is cut in two only to keep each file readable; `catalog_2` goes on where this one stops,
-and `agent.parsing.formats` joins them in this order. Region openers and closers are the
-markup models really write, including the variants peers accept: Qwen3-Coder XML without
-its `<tool_call>`, DeepSeek calls without the section tags, Kimi K2 calls without a
-section. Harmony's record lives beside its own parser (`agent.parsing.harmony`).
+is cut in parts only to keep each file readable; `catalog_2` and `catalog_3` go on where
+this one stops, and `agent.parsing.formats` joins them in this order. Region openers and
+closers are the markup models really write, including the variants peers accept:
+Qwen3-Coder XML without its `<tool_call>`, DeepSeek calls without the section tags, Kimi
+K2 calls without a section. Harmony's record lives beside its own parser (`agent.parsing.harmony`).
 """
 
 from __future__ import annotations
 
 from agent.markup import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 from agent.parsing import decoders as d
+from agent.parsing import decoders_python as p
 from agent.parsing import decoders_text as t
 from agent.parsing.harmony_format import HARMONY
-from agent.parsing.native import Decoder, Item, Prose, Region, Schemas
+from agent.parsing.native import Region
 from agent.parsing.record import (
     IM_END,
     LLAMA3_END,
+    LLAMA4_END,
     NAMED,
+    SAMPLE_NAME,
     Format,
     Shape,
     json_region,
     json_shape,
 )
-
-
-def _or_prose(decode: Decoder) -> Decoder:
-    """At the start of a reply, text that does not read as calls is prose."""
-
-    def read(body: str, closed: bool, schemas: Schemas) -> list[Item]:
-        items = decode(body, closed, schemas)
-        if any(isinstance(it, str) for it in items) or not items:
-            return [Prose(body)]
-        return items
-
-    return read
-
 
 _DS_CALL = "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>"
 _DS_CALLS = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
@@ -46,6 +36,7 @@ _KIMI_CALL = "<|tool_call_begin|>", "<|tool_call_end|>"
 _MISTRAL = "[TOOL_CALLS]"
 _MM3 = "]<]minimax[>["  # MiniMax-M3 prefixes every tag with it
 _LFM2 = "<|tool_call_start|>", "<|tool_call_end|>"
+_PY_START = "<|python_start|>", "<|python_end|>"  # Llama 4
 
 RECORDS: tuple[Format, ...] = (
     Format(
@@ -206,22 +197,41 @@ RECORDS: tuple[Format, ...] = (
         reasoning=None,
         regions=(
             Region(d.PYTHON_TAG, None, d.python_tag, keep_opener=True),
-            Region("{", None, d.bare_json, keep_opener=True, at_start=True),
+            Region("{", None, d.json_reply, keep_opener=True, at_start=True),
+            # Llama 3.x also writes its call after a sentence of prose.
+            Region("{", None, d.json_reply, keep_opener=True, follow=d.json_head),
         ),
         strip=LLAMA3_END,
         shape=json_shape('{"name": "{name}", "parameters": ', "}"),
     ),
     Format(
+        # Llama 3.2 and Llama 4 under vLLM's pythonic templates: `[f(a='x'), g(b=1)]`,
+        # Llama 4 also inside <|python_start|>…<|python_end|>; prose may come before.
         "pythonic",
+        aliases=("llama4_pythonic", "llama3_pythonic"),
+        signature=((f"[{SAMPLE_NAME}(",),),
         reasoning=None,
-        regions=(Region("[", None, _or_prose(t.pythonic), keep_opener=True, at_start=True),),
-        strip=LLAMA3_END,
-        shape=Shape("{name}(", "python", ")", "{key}=", "", ", ", ("[", "]"), ", "),
+        regions=(
+            Region(_PY_START[0], _PY_START[1], p.pythonic),
+            Region("[", None, p.pythonic_reply, keep_opener=True, follow=p.call_head),
+        ),
+        strip=(*LLAMA3_END, *LLAMA4_END, _PY_START[1]),
+        shape=Shape(
+            "{name}(",
+            "python",
+            ")",
+            "{key}=",
+            "",
+            ", ",
+            ("[", "]"),
+            ", ",
+            alt_sections=((f"{_PY_START[0]}[", f"]{_PY_START[1]}"),),
+        ),
     ),
     Format(
         "lfm2",
         signature=((_LFM2[0],),),
-        regions=(Region(*_LFM2, t.pythonic),),
+        regions=(Region(*_LFM2, p.pythonic),),
         shape=Shape(
             "{name}(",
             "python",

@@ -1,7 +1,7 @@
 """The format records, second part: Nemotron to InternLM 2, in `FORMATS` order.
 
-`catalog_1` holds the first part; `agent.parsing.formats` joins the two. A new format's
-record goes at the end of this one (a format listed later changes no older order).
+`catalog_1` holds the first part, `catalog_3` the formats added since;
+`agent.parsing.formats` joins the three in order.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from agent.parsing.record import (
     IM_END,
     LLAMA3_END,
     NAMED,
+    SAMPLE_NAME,
     Format,
     Shape,
     json_region,
@@ -119,7 +120,8 @@ RECORDS: tuple[Format, ...] = (
     Format(
         "granite",
         signature=(("<|tool_call|>",),),
-        regions=(Region("<|tool_call|>", None, d.json_calls),),
+        # Granite 3.x: `<|tool_call|>` then a JSON list, spaced any way; prose may follow.
+        regions=(Region("<|tool_call|>", None, d.keyed_list),),
         shape=json_shape(NAMED, "}", section=("<|tool_call|>[", "]"), join=", "),
     ),
     Format(
@@ -167,7 +169,30 @@ RECORDS: tuple[Format, ...] = (
             section=(f"{_ATEM_CALLS[0]}\n", _ATEM_CALLS[1]),
         ),
     ),
-    Format("phi4_mini", **_json_list("<|tool_call|>", "<|/tool_call|>")),
+    Format(
+        # Phi-4-mini: `<|tool_call|>[…]<|/tool_call|>`, or `functools[…]` as vLLM's
+        # template teaches it, or bare objects as that template prints past calls.
+        "phi4_mini",
+        # Its own template declares tools inside <|tool|>…<|/tool|> and prints no calls.
+        signature=(
+            ("<|/tool_call|>",),
+            ("<|tool|>", "<|/tool|>"),
+            ("<|assistant|>", f'{{"name": "{SAMPLE_NAME}", "arguments"'),
+        ),
+        regions=(
+            json_region("<|tool_call|>", "<|/tool_call|>"),
+            Region(_FUNCTOOLS, None, _functools, keep_opener=True),
+            Region("{", None, d.json_reply, keep_opener=True, at_start=True),
+        ),
+        strip=("<|end|>",),
+        shape=json_shape(
+            NAMED,
+            "}",
+            section=("<|tool_call|>[", "]<|/tool_call|>"),
+            join=", ",
+            alt_sections=((_FUNCTOOLS, "]"),),
+        ),
+    ),
     Format(
         "xlam",
         regions=tuple(
@@ -179,7 +204,10 @@ RECORDS: tuple[Format, ...] = (
     Format("hunyuan", **_json_list("<tool_calls>", "</tool_calls>")),
     Format("jamba", **_json_list("<tool_calls>", "</tool_calls>")),
     Format(
+        # InternLM 2 / 2.5: `<|action_start|><|plugin|>\n{"name": …, "parameters": …}`.
         "internlm2",
+        aliases=("internlm",),
+        signature=((_INTERNLM_CALL[0],),),
         regions=(json_region(*_INTERNLM_CALL),),
         strip=(IM_END,),
         shape=json_shape(

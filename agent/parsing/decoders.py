@@ -106,11 +106,63 @@ def bare_json(body: str, closed: bool, _schemas: Schemas | None = None) -> list[
     return items
 
 
+_CALL_KEYS = ('"name"', '"type"', '"function"')  # how a bare JSON call object opens
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]')
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def json_head(text: str) -> bool | None:
+    """Whether `text` (what follows a `{` in prose) opens a call object: its first key
+    is "name" (or OpenAI's "type"/"function"). None while too little is written."""
+    s = text.lstrip()
+    for key in _CALL_KEYS:
+        if s.startswith(key):
+            rest = s[len(key) :].lstrip()
+            return rest.startswith(":") if rest else None
+    return None if not s or any(key.startswith(s) for key in _CALL_KEYS) else False
+
+
+def _unclosed(text: str) -> bool:
+    """The JSON that starts `text` is cut off: a string or a bracket never closes (one
+    linear pass over strings and brackets)."""
+    depth = 0
+    for m in _JSON_TOKENS.finditer(text):
+        token = m.group()
+        if token[0] == '"':
+            if not _JSON_STRING.fullmatch(token):  # it ran to the end unterminated
+                return depth > 0
+            continue
+        depth += 1 if token in "[{" else -1
+        if depth <= 0:
+            return False
+    return depth > 0
+
+
+def json_reply(body: str, closed: bool, schemas: Schemas | None = None) -> list[Item]:
+    """Llama 3.x writes a bare `{"name": …, "parameters": …}` with prose before or after
+    it in one reply (several calls joined by `;`): from the `{` to the end of the reply,
+    the calls, then the rest as prose. JSON that is no call stays prose; a call the
+    reply cut off is said, never run."""
+    if not body.startswith("{"):
+        return bare_json(body, closed, schemas)
+    values, rest = json_values(body)
+    values = _flatten(values)
+    if not values:
+        if _unclosed(body) and json_head(body[1:]):
+            return ["your tool call was cut off before its JSON ended; it was not run"]
+        return [Prose(body)]
+    items = [call_fields(v) for v in values]
+    if any(isinstance(it, str) for it in items):
+        return [Prose(body)]
+    return items + ([Prose(rest)] if rest else [])
+
+
 def python_tag(body: str, closed: bool, schemas: Schemas | None = None) -> list[Item]:
     """Functionary v3.1 / Llama 3.1: code after <|python_tag|> is a call to `python`."""
     code = body.removeprefix(PYTHON_TAG)
-    if code.lstrip().startswith("{"):
-        return bare_json(body, closed, schemas)
+    if code.lstrip().startswith("{"):  # a JSON call, perhaps followed by <|eom_id|> or prose
+        items = json_reply(code.lstrip(), closed, schemas)
+        return decode_json(code, closed) if all(isinstance(i, Prose) for i in items) else items
     return [("python", {"code": code})]
 
 

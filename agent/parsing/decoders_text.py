@@ -1,4 +1,5 @@
-"""Call bodies whose arguments are written as text (XML-like tags, Python, Gemma 4):
+"""Call bodies whose arguments are written as text (XML-like tags, Gemma 4; Python
+is `agent.parsing.decoders_python`'s):
 each value is typed by the tool's schema (`agent.parsing.typed`).
 
 Readers are regular expressions over a body whose end the stream parser already found,
@@ -7,12 +8,10 @@ so each runs once per call, in time linear in the body. None raises.
 
 from __future__ import annotations
 
-import ast
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-from agent import untrusted
 from agent.parsing.decoders import bare_json
 from agent.parsing.native import Item, Schemas
 from agent.parsing.typed import typed_arguments, typed_value
@@ -231,119 +230,6 @@ muse_atem = xml_family(
     r'<atem:parameter name="([^"]*)">(.*?)(?:</atem:parameter>|\Z)',
     call_end="</atem:invoke>",
 )
-
-
-# --- Python-style calls (Llama 3.2/4 pythonic, OLMo, LFM2) ---------------------------------
-
-_PY_CONSTANTS = {"true": True, "false": False, "null": None}
-
-
-def _literal(node: ast.AST) -> Any:
-    if isinstance(node, ast.Name) and node.id in _PY_CONSTANTS:
-        return _PY_CONSTANTS[node.id]  # JSON spellings some models use
-    return ast.literal_eval(node)
-
-
-_CALL_NAME = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*\(")
-
-
-def _split_python_calls(text: str) -> list[tuple[str, str]] | None:
-    """`[f(a=1), g.h(b="x")]` -> [("f", "(a=1)"), ("g.h", '(b="x")')], scanning strings
-    and brackets, so any tool name works (a Python keyword or a dash included); None
-    when the text is not such a list."""
-    i = len(text) - len(text.lstrip())
-    if not text.startswith("[", i):
-        return None
-    i += 1
-    out: list[tuple[str, str]] = []
-    while True:
-        m = _CALL_NAME.match(text, i)
-        if m is None:
-            rest = text[i:].strip()
-            return out if rest == "]" or (not out and rest == "]") else None
-        start = m.end() - 1
-        j = next((j for j, c, depth in _structure(text, start) if c in ")]}" and not depth), -1)
-        if j < 0:
-            return None
-        out.append((m.group(1), text[start : j + 1]))
-        i = j + 1
-        while i < len(text) and text[i] in " \t\r\n":
-            i += 1
-        if text.startswith(",", i):
-            i += 1
-
-
-def pythonic(body: str, closed: bool, _schemas: Schemas | None = None) -> list[Item]:
-    """`[f(a=1), g(b="x")]` (brackets optional): each call with keyword arguments."""
-    text = body.strip()
-    if not text.startswith("["):
-        text = f"[{text}]"
-    calls = _split_python_calls(text)
-    if calls is None:
-        if not closed:
-            return ["your tool call was cut off before its closing bracket; it was not run"]
-        return ["your tool call must be a list of calls: [name(arg=value), …]"]
-    items: list[Item] = []
-    for name, args_src in calls:
-        args = _keywords(args_src[1:-1])
-        items.append(
-            (name, args)
-            if args is not None
-            else f"your call to {name} must be name(arg=value, …) with literal values"
-        )
-    return items
-
-
-def _structure(text: str, start: int = 0) -> Iterator[tuple[int, str, int]]:
-    """(index, character, depth after it) for every character of `text` from `start`
-    that stands outside a quoted string: one scanner for splitting Python-like calls."""
-    depth, quote, j = 0, "", start
-    while j < len(text):
-        c = text[j]
-        if quote:
-            if c == "\\":
-                j += 1
-            elif c == quote:
-                quote = ""
-        elif c in "\"'":
-            quote = c
-        else:
-            depth += (c in "([{") - (c in ")]}")
-            yield j, c, depth
-        j += 1
-
-
-def _top_level(text: str, sep: str) -> list[str]:
-    """`text` split at `sep` where it stands outside strings and brackets."""
-    parts, start = [], 0
-    for j, c, depth in _structure(text):
-        if c == sep and depth == 0:
-            parts.append(text[start:j])
-            start = j + 1
-    parts.append(text[start:])
-    return parts
-
-
-_KEY = re.compile(r"\s*([A-Za-z_][\w\-]*)\s*=(?!=)")
-
-
-def _keywords(text: str) -> dict[str, Any] | None:
-    """`a=1, b="x"` -> {"a": 1, "b": "x"}: keys read by hand (so `as=` or `from=` work),
-    values as Python (or JSON) literals; None for anything else."""
-    out: dict[str, Any] = {}
-    for part in _top_level(text, ","):
-        if not part.strip():
-            continue
-        m = _KEY.match(part)
-        if m is None:
-            return None
-        try:
-            source = part[m.end() :].strip()
-            untrusted.check_depth(source)
-            out[m.group(1)] = untrusted.clean(_literal(ast.parse(source, mode="eval").body))
-        except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
-            return None
-    return out
 
 
 # --- Gemma 4: call:NAME{key:<|"|>text<|"|>,n:1,flag:true,obj:{…},list:[…]} ---------------------

@@ -1,7 +1,8 @@
 """The tool-call formats bosun knows by name: the registry of their records, and views.
 
 Everything about a format is in its one `Format` record (`agent.parsing.record`; the
-records are kept in `catalog_1`, `catalog_2` and, for harmony, beside its parser).
+records are kept in `catalog_1`, `catalog_2`, `catalog_3` and, for harmony, beside its
+parser).
 `REGISTRY` holds them in catalogue order; the tables below are computed from it for the
 code that asks one question of every format (which names exist, which markers identify
 which format, which stops a format's parser reads), so no fact is written twice.
@@ -15,10 +16,10 @@ prints against `SIGNATURES`, most specific first.
 
 from __future__ import annotations
 
-from agent.parsing import catalog_1, catalog_2
+from agent.parsing import catalog_1, catalog_2, catalog_3
 from agent.parsing.record import THINK_PAIR, Format
 
-_RECORDS = (*catalog_1.RECORDS, *catalog_2.RECORDS)
+_RECORDS = (*catalog_1.RECORDS, *catalog_2.RECORDS, *catalog_3.RECORDS)
 REGISTRY: dict[str, Format] = {f.name: f for f in _RECORDS}
 
 # Which format's signature is tried first: one format's markers can contain another's
@@ -30,6 +31,8 @@ SIGNATURE_ORDER: tuple[str, ...] = (
     "seed_oss",
     "minimax_m2",
     "deepseek_dsml",
+    "olmo3",
+    "internlm2",
     "deepseek_v3_r1",
     "deepseek_v31",
     "kimi_k2",
@@ -40,6 +43,7 @@ SIGNATURE_ORDER: tuple[str, ...] = (
     "nemotron_toolcall",
     "apertus",
     "lfm2",
+    "pythonic",  # after lfm2: its calls are a Python list inside its own tags
     "solar_open",
     "hy3_xml",
     "kimi_k3",
@@ -50,6 +54,7 @@ SIGNATURE_ORDER: tuple[str, ...] = (
     "qwen3_coder_xml",
     "functionary_v31",
     "functionary_v32",
+    "phi4_mini",  # before firefunction_v2 and granite, whose markers it shares
     "firefunction_v2",
     "granite",
     "apriel",

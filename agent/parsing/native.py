@@ -51,6 +51,10 @@ class Region:
     `keep_opener`: the opener is part of the body (`<function=` opens Qwen3-Coder's XML
     when a model leaves out `<tool_call>`). `at_start`: only at the start of the reply
     (bare JSON or a Python list). `json`: a closer inside a JSON string does not count.
+    `follow`: for an opener that is also common prose (`[`, `{`), what must come after
+    it for a region to open: given at most `LOOKAHEAD` characters after the opener, True
+    (a call starts here), False (prose) or None (too few characters yet to tell). A
+    bounded look, so a prose `[` costs O(1) and the scan stays linear.
     """
 
     opener: str
@@ -59,6 +63,10 @@ class Region:
     keep_opener: bool = False
     at_start: bool = False
     json: bool = False
+    follow: Callable[[str], bool | None] | None = None
+
+
+LOOKAHEAD = 96  # characters after an opener that `Region.follow` is shown
 
 
 @dataclass(frozen=True)
@@ -104,6 +112,7 @@ class NativeStreamParser:
             marks += [reasoning[0], reasoning[1]]
         self._marks = tuple(dict.fromkeys(m for m in marks if m))
         self._find = _alternation(self._marks)
+        self._strip = _alternation(fmt.strip)
         self._state = PROSE
 
     # -- public --------------------------------------------------------------------------
@@ -184,6 +193,15 @@ class NativeStreamParser:
         self._buf = buf[m.end() :]
         if mark in self._openers:
             region = self._openers[mark]
+            if region.follow is not None:
+                ahead = buf[m.end() : m.end() + LOOKAHEAD]
+                verdict = region.follow(ahead)
+                if verdict is None and not self._final and len(ahead) < LOOKAHEAD:
+                    self._buf = buf[m.start() :]  # look again with more text
+                    return False
+                if not verdict:  # prose after all: the opener is text
+                    self._prose(mark)
+                    return True
             if region.keep_opener:
                 self._buf = mark + self._buf
             self._enter(region)
@@ -265,7 +283,7 @@ class NativeStreamParser:
             items = [f"bosun could not read this {self.fmt.name} tool call ({exc})"]
         for item in items:
             if isinstance(item, Prose):
-                self._prose(item.text)
+                self._region_prose(item.text)
             elif isinstance(item, str):
                 self._out.append(Event("diagnostic", item))
             else:
@@ -275,6 +293,15 @@ class NativeStreamParser:
                     Event("tool_call", call=ToolCall(f"call_{self._calls}", name, args))
                 )
         self._text.removed()
+
+    def _region_prose(self, text: str) -> None:
+        """Prose a region gave back (the text after a bare call that ran to the end of
+        the reply): its control tokens mean nothing here either, as in other prose."""
+        parts = self._strip.split(text) if self._strip is not None else [text]
+        for k, part in enumerate(parts):
+            if k:
+                self._text.removed()
+            self._prose(part)
 
 
 class _JsonState:

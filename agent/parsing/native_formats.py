@@ -4,7 +4,7 @@ A view of the format records (`agent.parsing.formats.REGISTRY`): one entry per f
 that `NativeStreamParser` reads, built from the record's regions and strip tokens.
 Hermes keeps its own parser (fences and salvage) and harmony has its own, so neither is
 here. The regions themselves are written in the records (`agent.parsing.catalog_1`,
-`catalog_2`).
+`catalog_2`, `catalog_3`).
 """
 
 from __future__ import annotations

@@ -4,10 +4,10 @@ A format is a vocabulary: the markers that identify it in a chat template, the r
 its calls are read from, the shape a call is written (and constrained) in, the stop
 strings and reasoning markers its models use. Those facts used to sit in one table per
 kind, so adding a format meant editing five files and a forgotten one disagreed in
-silence. Now each format is one `Format` (kept in `agent.parsing.catalog_1` and
-`catalog_2`, or beside its own parser: harmony), `agent.parsing.formats.REGISTRY` holds
-them all, and the old tables (`FORMATS`, `SIGNATURES`, `NATIVE`, `SHAPES`, …) are views
-computed from it.
+silence. Now each format is one `Format` (kept in `agent.parsing.catalog_1`,
+`catalog_2` and `catalog_3`, or beside its own parser: harmony),
+`agent.parsing.formats.REGISTRY` holds them all, and the old tables (`FORMATS`,
+`SIGNATURES`, `NATIVE`, `SHAPES`, …) are views computed from it.
 """
 
 from __future__ import annotations
@@ -106,7 +106,13 @@ def json_region(opener: str, closer: str | None, decode: Decoder = d.json_calls)
     return Region(opener, closer, decode, json=closer is not None)
 
 
+# The tool routing renders a sample call with (`agent.protocol.template_facts`). Formats
+# whose markup has no marker of its own (a Python list `[f(a=1)]`, a bare JSON object)
+# are recognised by that call's head, so their signatures name it.
+SAMPLE_NAME = "example_tool"
+
 # Vocabulary several formats share (their models descend from one family).
 NAMED = '{"name": "{name}", "arguments": '  # the OpenAI-style JSON call, up to its arguments
 LLAMA3_END = ("<|eom_id|>", "<|eot_id|>")  # Llama 3's end-of-message tokens
+LLAMA4_END = ("<|eom|>", "<|eot|>")  # Llama 4's
 IM_END = "<|im_end|>"  # ChatML's end of turn

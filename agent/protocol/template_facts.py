@@ -23,11 +23,12 @@ from jinja2 import Template
 
 from agent.history import Assistant, AssistantToolUse, Message, System, ToolCall, User
 from agent.parsing.formats import REASONING_PAIRS, REGISTRY, format_of_markup
+from agent.parsing.record import SAMPLE_NAME
 from agent.protocol.dialect import FALLBACK, Dialect, probe, reasoning_fields, to_template_messages
 from agent.protocol.jinja_env import compile_template
 from agent.protocol.template_bounds import TemplateBoundsError, metered
 
-SAMPLE_TOOL = "example_tool"
+SAMPLE_TOOL = SAMPLE_NAME  # formats.SIGNATURES name it where a format has no marker
 SAMPLE_ARGUMENTS = {"example_argument": "value"}
 _SYSTEM = "bosunprobesystem"
 _QUESTION = "bosunprobequestion"
