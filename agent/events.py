@@ -210,3 +210,38 @@ class RunFinished(AgentEvent):
 
 
 Emit = Callable[[AgentEvent], None]
+
+
+@dataclass(frozen=True)
+class LintRun(AgentEvent):
+    """The linter ran on the files an edit wrote (`auto_lint`, or `/lint`); its
+    problems went back to the model with the edit's result."""
+
+    type: ClassVar[str] = "lint"
+    __test__: ClassVar[bool] = False
+    files: list[str]
+    ok: bool
+    ms: int
+    output: str = ""  # the problems, bounded
+
+    def line(self) -> str:
+        what = "clean" if self.ok else "problems sent to the model"
+        return f"lint {', '.join(self.files)}: {what} ({self.ms} ms)"
+
+
+@dataclass(frozen=True)
+class TestRun(AgentEvent):
+    """The test command ran at the end of a request that edited files (`auto_test`,
+    or `/test`); `round` counts its runs in this request."""
+
+    type: ClassVar[str] = "test"
+    __test__: ClassVar[bool] = False
+    command: str
+    ok: bool
+    round: int
+    ms: int
+    output: str = ""  # bounded
+
+    def line(self) -> str:
+        said = "passed" if self.ok else "failed"
+        return f"tests ({self.command}) {said}, round {self.round} ({self.ms} ms)"

@@ -162,3 +162,62 @@ def table(rows: list[dict[str, str]], columns: list[str]) -> None:
     for row in rows:
         table.add_row(*(cell(row.get(c, "")) for c in columns))
     Console(soft_wrap=True).print(table)
+
+
+LintCmdOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--lint-cmd",
+        metavar="[EXT:]CMD",
+        help="Linter for edited files ({files} where they go, else at the end); 'py: ruff"
+        " check' for one extension or language, repeatable. Default: config, else Python's"
+        " own syntax check for .py.",
+    ),
+]
+TestCmdOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--test-cmd",
+        metavar="CMD",
+        help="The test command: /test in chat; after edits with --auto-test.",
+    ),
+]
+AutoLintOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--auto-lint/--no-auto-lint",
+        help="Lint the files of every edit. Default: config, else off.",
+    ),
+]
+AutoTestOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--auto-test/--no-auto-test",
+        help="Run the test command after a request that edited files; failures go back to"
+        " the model. Default: config, else off.",
+    ),
+]
+
+
+def check_settings(
+    workspace: Path | None,
+    lint_cmd: list[str] | None,
+    test_cmd: str | None,
+    auto_lint: bool | None,
+    auto_test: bool | None,
+) -> dict[str, Any]:
+    """The lint/test loop's settings (agent.loop.checks): the config files' with the
+    flags on top, as keyword arguments of `Settings`."""
+    from agent.run.config import resolve
+    from agent.tools.checks import lint_flags
+
+    root = workspace if workspace is not None else Path.cwd()
+    config = resolve(
+        root if root.is_dir() else None,
+        lint_cmd=lint_flags(lint_cmd or ()),
+        test_cmd=test_cmd,
+        auto_lint=auto_lint,
+        auto_test=auto_test,
+    )
+    names = ("lint_cmd", "test_cmd", "auto_lint", "auto_test", "test_rounds", "test_timeout")
+    return {name: getattr(config, name) for name in names}

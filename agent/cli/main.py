@@ -18,11 +18,16 @@ from agent.cli import info as cli_info
 from agent.cli.common import (
     EXIT_USAGE,
     WORKSPACE_MCP_HELP,
+    AutoLintOpt,
+    AutoTestOpt,
     BosunApp,
+    LintCmdOpt,
     ModelOpt,
+    TestCmdOpt,
     ToolsOpt,
     WorkspaceOpt,
     YesOpt,
+    check_settings,
     config_tools,
     fail,
     mcp_servers,
@@ -191,6 +196,10 @@ def run(
     ] = False,
     tools: ToolsOpt = None,
     yes: YesOpt = False,
+    lint_cmd: LintCmdOpt = None,
+    test_cmd: TestCmdOpt = None,
+    auto_lint: AutoLintOpt = None,
+    auto_test: AutoTestOpt = None,
 ) -> None:
     """Run one task headless and exit: 0 done, 1 error, 2 usage, 3 budget/stuck, 4 nothing
     allowed (refused/declined), 130 ^C. Text piped in joins the prompt.
@@ -209,6 +218,7 @@ def run(
     from agent.run.settings import Settings
     from agent.tools.sandbox import resolve_sandbox
 
+    checks = check_settings(workspace, lint_cmd, test_cmd, auto_lint, auto_test)
     policy = resolve_sandbox(sandbox.value, allow_net=allow_net, allow_git_writes=allow_git_writes)
     settings = Settings(
         model=model,
@@ -230,6 +240,7 @@ def run(
         output=output.value,
         jobs=jobs,
         strict=strict,
+        **checks,
     )
     if tasks is not None:
         from agent.run.batch import run_tasks
@@ -296,6 +307,10 @@ def chat(
     ] = False,
     tools: ToolsOpt = None,
     yes: YesOpt = False,
+    lint_cmd: LintCmdOpt = None,
+    test_cmd: TestCmdOpt = None,
+    auto_lint: AutoLintOpt = None,
+    auto_test: AutoTestOpt = None,
 ) -> None:
     """Talk to the agent in a terminal: streamed answers, tool calls, diffs, approvals."""
     from agent.ui.app import chat_command
@@ -317,6 +332,7 @@ def chat(
         allow_git_writes=allow_git_writes,
         allow_workspace_mcp=allow_workspace_mcp,
         tools=changes,
+        checks=(lint_cmd, test_cmd, auto_lint, auto_test),
     )
     raise typer.Exit(code)
 

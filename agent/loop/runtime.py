@@ -29,6 +29,7 @@ from agent.history import (
 )
 from agent.loop.budget import Budget
 from agent.loop.cancel import Cancel
+from agent.loop.checks import Checks
 from agent.loop.compact import Compactor, model_summariser
 from agent.loop.turn import Query, Reply, Trace, call_model
 from agent.protocol.profile import ModelProfile
@@ -79,6 +80,8 @@ class RunState:
     declined: bool = False  # the user said no: this request ends after the reply's calls
     refused: int = 0  # calls the approval mode kept from running (nobody to ask)
     ran: int = 0  # calls that ran
+    edited: set[str] = field(default_factory=set)  # files written since the last test run
+    test_runs: int = 0  # the lint/test loop's (agent.loop.checks)
 
 
 @dataclass
@@ -100,6 +103,7 @@ class Agent:
     cancel: Cancel = field(default_factory=Cancel)  # see agent.loop.cancel
     # Files as they were before each request's write tools ran (chat's /undo, /diff)
     checkpoints: Checkpoints | None = None
+    checks: Checks | None = None  # lint after edits, tests at the end (agent.loop.checks)
     state: RunState = field(default_factory=RunState)
     _ids: int = 0
     _told: set[str] = field(default_factory=set)
@@ -181,7 +185,7 @@ class Agent:
                 if stopped is not None:
                     status, error = stopped
                     break
-                if not self.step():
+                if not self.step() and (self.checks is None or not self.checks.retest(self)):
                     break
         except KeyboardInterrupt:  # a hard stop: see agent.loop.cancel
             self.cancel.set()
@@ -382,6 +386,8 @@ class Agent:
         state.ran += outcome.ran
         if outcome.interrupted:
             self.cancel.set()
+        if self.checks is not None and outcome.ran:
+            return self.checks.after_call(self, call, outcome.result), outcome.redirected
         return outcome.result, outcome.redirected
 
 

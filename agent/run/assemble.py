@@ -16,6 +16,7 @@ from agent.errors import SessionWriteError, UsageError
 from agent.history import Message
 from agent.loop.budget import Budget
 from agent.loop.cancel import Cancel
+from agent.loop.checks import Checks
 from agent.loop.compact import Compactor
 from agent.loop.constraint import constraint_for
 from agent.loop.context import Counter, Limits, View
@@ -249,6 +250,7 @@ class Assembly:
             salvage="salvage" not in settings.ablate,
             retain="retention" not in settings.ablate,
             cancel=cancel if cancel is not None else Cancel(),
+            checks=checks_for(settings),
         )
 
     def switch(self, model: str) -> None:
@@ -271,6 +273,18 @@ class Assembly:
         finally:
             if self.hub is not None:
                 self.hub.close()
+
+
+def checks_for(settings: Settings) -> Checks:
+    """The lint/test loop's settings for one agent (agent.loop.checks)."""
+    return Checks(
+        settings.lint_cmd,
+        settings.test_cmd,
+        settings.auto_lint,
+        settings.auto_test,
+        settings.test_rounds,
+        float(settings.test_timeout),
+    )
 
 
 def recording(log: Callable[[], SessionLog | None], *sinks: ev.Emit) -> ev.Emit:

@@ -25,6 +25,7 @@ from agent.errors import UsageError
 from agent.mcp.servers import Origin, ServerSpec, merge, parse_servers, read_mcp_json
 from agent.session import bosun_home
 from agent.tools import parse_tool_changes
+from agent.tools.checks import CheckCmd, merge_lint, parse_lint_cmd, parse_test_cmd
 from agent.tools.permissions import APPROVE_MODES
 from agent.tools.sandbox import SANDBOX_MODES
 from agent.untrusted import TooDeep, check_depth
@@ -53,6 +54,15 @@ class Config:
     mcp_servers: tuple[ServerSpec, ...] = ()
     # `tools = "+apply_patch,-edit_file"`: changes to the model's tool set, as --tools
     tools: tuple[str, ...] = ()
+    # the lint/test loop (agent.loop.checks): `lint_cmd` a command or a table by file
+    # extension or language; a workspace's commands carry their origin (they are refused
+    # where bash would ask: agent.tools.checks)
+    lint_cmd: tuple[CheckCmd, ...] = ()
+    test_cmd: CheckCmd | None = None
+    auto_lint: bool = False
+    auto_test: bool = False
+    test_rounds: int = 2
+    test_timeout: int = 300
     # Not a setting (no file may set it): the model the workspace's file chose, if it
     # did; a server it names never gets the user's API key.
     workspace_model: str | None = None
@@ -123,7 +133,9 @@ def parse_config_file(path: Path, origin: Origin = "user") -> dict[str, Any]:
             raise UsageError(f"{where} must be a fraction of the context between 0.3 and 0.95")
         if key == "sandbox" and value not in SANDBOX_MODES:
             raise UsageError(f"{where} must be one of {', '.join(SANDBOX_MODES)}")
-        if key in ("allow_net", "allow_git_writes") and not isinstance(value, bool):
+        if key in ("allow_net", "allow_git_writes", "auto_lint", "auto_test") and not isinstance(
+            value, bool
+        ):
             raise UsageError(f"{where} must be true or false")
         if key == "sandbox_read":
             if not isinstance(value, list) or not all(
@@ -137,8 +149,22 @@ def parse_config_file(path: Path, origin: Origin = "user") -> dict[str, Any]:
             if not isinstance(value, str):
                 raise UsageError(f'{where} must be a string such as "+apply_patch,-edit_file"')
             value = parse_tool_changes(value, where)
+        if key == "lint_cmd":
+            value = parse_lint_cmd(value, where, origin)
+        if key == "test_cmd":
+            value = parse_test_cmd(value, where, origin)
+        if key in _CHECK_LIMITS and (
+            isinstance(value, bool)
+            or not isinstance(value, int)
+            or not _CHECK_LIMITS[key][0] <= value <= _CHECK_LIMITS[key][1]
+        ):
+            low, high = _CHECK_LIMITS[key]
+            raise UsageError(f"{where} must be a whole number from {low} to {high}")
         out[key] = value
     return out
+
+
+_CHECK_LIMITS = {"test_rounds": (0, 10), "test_timeout": (1, 3600)}
 
 
 def load_config(workspace: Path | None = None, *, user_file: Path | None = None) -> Config:
@@ -175,6 +201,8 @@ def load_config(workspace: Path | None = None, *, user_file: Path | None = None)
                 f"bosun: ignoring {key} = {settings.pop(key)!r} in {local}: a workspace file"
                 f" may only make the sandbox stricter (set it in {user} or pass a flag)\n"
             )
+        if "lint_cmd" in settings:  # by extension: the user's others stay
+            settings["lint_cmd"] = merge_lint(config.lint_cmd, settings["lint_cmd"])
         config = replace(config, **settings)
     if workspace is not None:
         servers = merge(servers, read_mcp_json(workspace, read_config_file), warn=_warn)
@@ -250,6 +278,10 @@ def resolve(
     allow_net: bool | None = None,
     allow_git_writes: bool | None = None,
     tools: tuple[str, ...] | None = None,
+    lint_cmd: tuple[CheckCmd, ...] = (),
+    test_cmd: str | None = None,
+    auto_lint: bool | None = None,
+    auto_test: bool | None = None,
 ) -> Config:
     """The settings for a run: the files' values with every flag the user gave on top."""
     config = load_config(workspace)
@@ -262,8 +294,13 @@ def resolve(
         "allow_net": allow_net,
         "allow_git_writes": allow_git_writes,
         "tools": tools,
+        "auto_lint": auto_lint,
+        "auto_test": auto_test,
+        "test_cmd": CheckCmd(test_cmd.strip(), "flag") if test_cmd is not None else None,
     }
     config = replace(config, **{k: v for k, v in flags.items() if v is not None})
+    if lint_cmd:
+        config = replace(config, lint_cmd=merge_lint(config.lint_cmd, lint_cmd))
     if model is not None:  # the user's own choice, even where it names the same server
         config = replace(config, workspace_model=None)
     return config

@@ -17,6 +17,7 @@ from drivers.bundled import DEFAULT_MODEL
 if TYPE_CHECKING:
     from agent.mcp.servers import ServerSpec
     from agent.run.config import Config
+    from agent.tools.checks import CheckCmd
     from agent.tools.sandbox import SandboxPolicy
 
 
@@ -44,6 +45,13 @@ class Settings:
     # or `tools` in a config file; applied after the profile's own (agent.tools.tool_set)
     tools: tuple[str, ...] = ()
     allow_workspace_mcp: bool = False  # start servers the workspace names, unapproved
+    # the lint/test loop (agent.loop.checks; config: agent.run.config)
+    lint_cmd: tuple[CheckCmd, ...] = ()
+    test_cmd: CheckCmd | None = None
+    auto_lint: bool = False
+    auto_test: bool = False
+    test_rounds: int = 2
+    test_timeout: int = 300
     # budgets of one request (a task's own line may lower or raise them)
     max_turns: int = 30  # model calls
     max_tokens: int = 1024  # per model call

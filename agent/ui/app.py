@@ -38,6 +38,7 @@ from agent.session import (
     sessions_rows,
 )
 from agent.tools import Tool
+from agent.tools.checks import lint_flags
 from agent.tools.permissions import Approval, Decline
 from agent.tools.sandbox import resolve_sandbox
 from agent.ui import commands, mentions
@@ -341,6 +342,7 @@ def chat_command(
     allow_git_writes: bool | None = None,
     allow_workspace_mcp: bool = False,
     tools: tuple[str, ...] | None = None,
+    checks: tuple[list[str] | None, str | None, bool | None, bool | None] | None = None,
 ) -> int:
     """Run the REPL until the user leaves; the exit code (0) for `bosun chat`."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -348,6 +350,7 @@ def chat_command(
     if resume and continue_:
         raise UsageError("give --resume ID or --continue, not both")
     ws = check_workspace(workspace if workspace is not None else Path.cwd())
+    lint_cmd, test_cmd, auto_lint, auto_test = checks or (None, None, None, None)
     path: Path | None = None
     if resume == PICK:
         resume = pick_session(Console(highlight=False), ws)
@@ -373,6 +376,10 @@ def chat_command(
         allow_net=allow_net,
         allow_git_writes=allow_git_writes,
         tools=tools,
+        lint_cmd=lint_flags(lint_cmd or ()),
+        test_cmd=test_cmd,
+        auto_lint=auto_lint,
+        auto_test=auto_test,
     )
     policy = resolve_sandbox(
         config.sandbox,
