@@ -71,7 +71,8 @@ class Checks:
         )
         for notice in report.notices:
             self.tell(emit, notice)
-        emit(ev.LintRun(report.files, report.ok, report.ms, report.text()))
+        if report.files:  # else no linter applies to these files
+            emit(ev.LintRun(report.files, report.ok, report.ms, report.text()))
         return report
 
     def after_call(self, agent: Agent, call: ToolCall, result: ToolResult) -> ToolResult:
@@ -104,8 +105,8 @@ class Checks:
             self.tell(emit, f"test_cmd {why}")
             return None
         ran = run_check(command.command, workspace, self.test_timeout, gate.sandbox)
-        if ran.missing:
-            self.tell(emit, f"test_cmd {ran.command!r} {ran.said(self.test_timeout)}")
+        if ran.missing:  # a config mistake: the model cannot fix it
+            emit(ev.Diagnostic(f"test_cmd {ran.command!r} {ran.said(self.test_timeout)}"))
             return None
         emit(ev.TestRun(ran.command, ran.ok, round_, ran.ms, ran.output))
         return ran

@@ -70,6 +70,8 @@ class TextPrinter:
             self.err.write(f"  ! {visible(said)}\n")
         elif isinstance(event, ev.Compaction):
             self.err.write(f"  · {event.line()}\n")
+        elif isinstance(event, ev.LintRun | ev.TestRun):
+            self.err.write(f"  {'·' if event.ok else '!'} {visible(event.line())}\n")
         elif isinstance(event, ev.RunFinished) and event.status != Status.DONE:
             why = visible(event.error or "")
             self.err.write(f"bosun: stopped ({event.status})" + (f": {why}" if why else "") + "\n")

@@ -72,7 +72,7 @@ class LintReport:
     """What linting some files found: the problems (for the model), and what went
     wrong with the linters themselves (for the user: the model cannot fix a config)."""
 
-    files: list[str]
+    files: list[str]  # those a linter looked at
     problems: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     ms: int = 0
@@ -100,10 +100,10 @@ def lint_files(
     run get the built-in check (`builtin`)."""
     start = time.perf_counter()
     table = {rule.ext: rule for rule in rules}
-    report = LintReport(sorted(set(files)))
+    report = LintReport([])
     groups: dict[CheckCmd, list[str]] = {}
     compiled: list[str] = []
-    for path in report.files:
+    for path in sorted(set(files)):
         rule = table.get(extension(path), table.get(ALL))
         if rule is not None and (why := refused(rule, approve, sandbox)) is not None:
             report.notices.append(f"lint_cmd {why}")
@@ -126,5 +126,6 @@ def lint_files(
         problem = python_check(workspace, path)
         if problem is not None:
             report.problems.append(problem)
+    report.files = sorted({*compiled, *(p for paths in groups.values() for p in paths)})
     report.ms = round((time.perf_counter() - start) * 1000)
     return report

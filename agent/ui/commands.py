@@ -28,6 +28,7 @@ from agent.tools.confine import open_in_workspace, refuse_hardlinked
 from agent.tools.permissions import APPROVE_MODES, decision
 from agent.tools.sandbox import resolve_sandbox
 from agent.transcript import transcript
+from agent.ui import check_commands
 from agent.ui.diff import diff_text
 from agent.ui.render import Renderer, cell
 from agent.untrusted import visible
@@ -368,6 +369,8 @@ COMMANDS: dict[str, Command] = {
         Command("/mcp", "MCP servers: status and tools", _mcp),
         Command("/reasoning", "show the last reasoning; toggle showing it", _reasoning),
         Command("/init", "have the model survey the project and write AGENTS.md", _init),
+        Command("/lint", "lint FILEs, or the files edited this session", check_commands.lint),
+        Command("/test", "run the test command (test_cmd), or /test CMD", check_commands.test),
         Command("/exit", "leave (Ctrl-D does too)", _exit),
     ]
 }

@@ -226,6 +226,9 @@ class Renderer:
             self.console.print(Text(f"  ! {visible(event.message)}", style="yellow"))
         elif isinstance(event, ev.Compaction):
             self.console.print(Text(f"  · {event.line()}", style="dim"))
+        elif isinstance(event, ev.LintRun | ev.TestRun):
+            mark, style = ("·", "dim") if event.ok else ("!", "yellow")
+            self.console.print(Text(f"  {mark} {visible(event.line())}", style=style))
         elif isinstance(event, ev.TurnFinished):
             self.footer.turn(event.completion_tokens)
         elif isinstance(event, ev.SessionStarted):
