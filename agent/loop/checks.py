@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from agent import events as ev
 from agent.errors import ToolError
@@ -28,8 +28,37 @@ from agent.tools.patch import routed
 from agent.transcript import fence
 
 if TYPE_CHECKING:
-    from agent.loop.runtime import Agent
+    from agent.history import Message
+    from agent.loop.cancel import Cancel
     from agent.tools.orchestrator import Gate
+    from agent.tools.registry import ToolRegistry
+
+
+class Counts(Protocol):
+    """What the loop keeps of a request (`RunState`)."""
+
+    edited: set[str]
+    test_runs: int
+    declined: bool
+
+
+class Agent(Protocol):
+    """What the loop needs of the agent (`agent.loop.runtime.Agent`, which imports this
+    module, so it is described here rather than named)."""
+
+    @property
+    def tools(self) -> ToolRegistry: ...
+    @property
+    def workspace(self) -> Path: ...
+    @property
+    def gate(self) -> Gate: ...
+    @property
+    def cancel(self) -> Cancel: ...
+    @property
+    def state(self) -> Counts: ...
+    def emit(self, event: ev.AgentEvent) -> None: ...
+    def add(self, message: Message) -> None: ...
+
 
 TEST_TIMEOUT = 300.0
 TEST_ROUNDS = 2

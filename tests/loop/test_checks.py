@@ -50,7 +50,7 @@ def test_broken_syntax_gets_the_compile_error_in_its_result(workspace: Path) -> 
 
 
 def test_without_auto_lint_nothing_is_appended(workspace: Path) -> None:
-    agent, driver, events = make_agent(
+    agent, _driver, events = make_agent(
         [tool_call("write_file", path="calc.py", content=BROKEN), "Done."], workspace
     )
     agent.checks = Checks(auto_lint=False)
@@ -61,7 +61,7 @@ def test_without_auto_lint_nothing_is_appended(workspace: Path) -> None:
 
 def test_lint_cmd_by_extension_gets_the_files(workspace: Path) -> None:
     (workspace / "lint.sh").write_text('echo "E999 bad style in $*"; exit 1\n')
-    agent, driver, events = make_agent(
+    agent, _driver, events = make_agent(
         [
             tool_call("write_file", path="a.py", content=GOOD),
             tool_call("write_file", path="b.txt", content="text\n"),
@@ -127,7 +127,7 @@ def test_failure_fed_back_once_then_passing(workspace: Path) -> None:
 
 def test_no_edit_no_test(workspace: Path) -> None:
     marker = workspace / "ran"
-    agent, driver, events = make_agent(["Nothing to change."], workspace)
+    agent, _driver, events = make_agent(["Nothing to change."], workspace)
     agent.checks = Checks(test_cmd=CheckCmd(f"touch {marker}"), auto_test=True)
     agent.run("look around")
     assert not marker.exists() and not of_type(events, ev.TestRun)
@@ -154,7 +154,7 @@ def test_rounds_are_bounded(workspace: Path) -> None:
 
 
 def test_a_hanging_test_is_killed_at_its_time_limit(workspace: Path) -> None:
-    agent, driver, events = make_agent(
+    agent, _driver, events = make_agent(
         [tool_call("write_file", path="x.txt", content="1"), "Done."], workspace
     )
     agent.checks = Checks(
@@ -169,7 +169,7 @@ def test_a_hanging_test_is_killed_at_its_time_limit(workspace: Path) -> None:
 
 
 def test_flooding_output_is_bounded_for_the_model(workspace: Path) -> None:
-    agent, driver, events = make_agent(
+    agent, _driver, _events = make_agent(
         [tool_call("write_file", path="x.txt", content="1"), "Done.", "Gave up."], workspace
     )
     flood = "yes 'spam spam spam' | head -c 3000000; echo THE-END; exit 1"
