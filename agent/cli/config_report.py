@@ -44,7 +44,7 @@ def report(workspace: Path) -> dict[str, Any]:
             (name for name, found in by_file if f.name in found and found[f.name] == value),
             "default",
         )
-        settings.append({"name": f.name, "value": value, "source": source})
+        settings.append({"name": f.name, "value": _plain(f.name, value), "source": source})
     return {
         "files": [
             {"role": "user", "path": str(user), "present": user.is_file()},
@@ -59,6 +59,15 @@ def report(workspace: Path) -> dict[str, Any]:
     }
 
 
+def _plain(name: str, value: Any) -> Any:
+    """lint_cmd as {extension: command}, test_cmd as its command (JSON and text)."""
+    if name == "lint_cmd":
+        return {c.ext: c.command for c in value}
+    if name == "test_cmd" and value is not None:
+        return value.command
+    return value
+
+
 def text(data: dict[str, Any]) -> str:
     lines = ["files:"]
     for f in data["files"]:
@@ -68,6 +77,8 @@ def text(data: dict[str, Any]) -> str:
     for s in data["settings"]:
         value = s["value"]
         shown = "(model's own)" if value is None else repr(value)
+        if value is None and s["name"] == "test_cmd":
+            shown = "(none)"
         lines.append(f"  {s['name']:<17} {shown:<24} {s['source']}")
     if data["mcp_servers"]:
         lines.append("mcp servers:")

@@ -100,3 +100,17 @@ def test_bosun_run_lints_and_tests_end_to_end(workspace: Path, script_file) -> N
     first = next(e for e in events if e["type"] == "tool_result")
     assert "SyntaxError" in first["content"]
     assert events[-1]["type"] == "result" and events[-1]["status"] == "done"
+
+
+def test_bosun_config_shows_the_commands(workspace: Path) -> None:
+    write(workspace / ".bosun.toml", '[lint_cmd]\npy = "ruff check"\n')
+    proc = bosun("config", "-w", str(workspace), "--json")
+    assert proc.returncode == 0, proc.stderr
+    shown = {s["name"]: s for s in json.loads(proc.stdout)["settings"]}
+    assert shown["lint_cmd"] == {
+        "name": "lint_cmd",
+        "value": {"py": "ruff check"},
+        "source": "workspace",
+    }
+    assert shown["test_cmd"]["value"] is None
+    assert "(none)" in bosun("config", "-w", str(workspace)).stdout
