@@ -207,3 +207,24 @@ def test_the_user_s_command_runs_in_the_sandbox_policy_given(workspace: Path) ->
     agent.run("go")
     (test,) = of_type(events, ev.TestRun)
     assert test.ok and test.output == str(workspace)
+
+
+def test_the_builtin_check_survives_hostile_files(workspace: Path) -> None:
+    import os
+
+    from agent.tools.lint import MAX_COMPILE_BYTES, python_check
+
+    (workspace / "deep.py").write_text("x = " + "(" * 5000 + ")" * 5000 + "\n")
+    assert "deep.py" in (python_check(workspace, "deep.py") or "")
+    (workspace / "sum.py").write_text("x = " + "+".join(["1"] * 200_000) + "\n")
+    python_check(workspace, "sum.py")  # a verdict or None; never a RecursionError
+    (workspace / "nul.py").write_bytes(b"x = 1\x00\n")
+    assert "nul.py" in (python_check(workspace, "nul.py") or "")
+    os.mkfifo(workspace / "fifo.py")
+    assert python_check(workspace, "fifo.py") is None  # not waited on
+    (workspace / "big.py").write_text("(" + " " * MAX_COMPILE_BYTES)
+    assert python_check(workspace, "big.py") is None  # too big to check: skipped
+    (workspace / "warn.py").write_text('import re\nre.compile("\\d")\n')
+    assert python_check(workspace, "warn.py") is None  # a SyntaxWarning is not an error
+    os.symlink("/etc/passwd", workspace / "out.py")
+    assert python_check(workspace, "out.py") is None  # a link out is not read
