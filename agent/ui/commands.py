@@ -23,6 +23,7 @@ from agent.errors import ToolError, UsageError
 from agent.history import ToolResult, to_json
 from agent.run.assemble import context_in_force
 from agent.run.chat import ChatSession
+from agent.run.custom_commands import CustomCommand, find_commands
 from agent.session import session_path, sessions_rows
 from agent.tools.confine import open_in_workspace, refuse_hardlinked
 from agent.tools.permissions import APPROVE_MODES, decision
@@ -63,6 +64,11 @@ def _help(repl: Repl, _arg: str) -> None:
     table = Table(box=None, show_header=False, pad_edge=False)
     for command in COMMANDS.values():
         table.add_row(command.name, command.help)
+    custom = custom_commands(repl.chat.workspace)
+    if custom:
+        table.add_row("", "")
+        for command in custom.values():
+            table.add_row(cell(command.name), cell(command.help))
     repl.console.print(table)
     repl.say("Enter sends · Esc-Enter new line · Ctrl-C stops the answer · Ctrl-D exits")
 
@@ -373,14 +379,43 @@ COMMANDS: dict[str, Command] = {
 }
 
 
-def find(name: str) -> Command:
-    """The command `name` names, or the only one it is a prefix of."""
+def find(name: str, workspace: Path | None = None) -> Command:
+    """The command `name` names, or the only one it is a prefix of. Built-in commands
+    come first, then the custom ones of `workspace` and the user (agent.run.custom_commands):
+    a custom /model never hides the built-in, and a prefix that picked a built-in before
+    a custom command was added still does."""
     if name in COMMANDS:
         return COMMANDS[name]
+    custom = custom_commands(workspace)
+    if name in custom:
+        return custom[name]
     matches = [c for n, c in COMMANDS.items() if n.startswith(name)]
+    if not matches:
+        matches = [c for n, c in custom.items() if n.startswith(name)]
     if len(matches) == 1:
         return matches[0]
     raise UsageError(f"unknown command {name} (/help lists them)")
+
+
+def custom_commands(workspace: Path | None) -> dict[str, Command]:
+    """The custom commands as REPL commands: each sends its expansion as a message
+    (so @file mentions in it attach, and the approval mode applies as to anything typed).
+    One shadowed by a built-in is left out."""
+    out: dict[str, Command] = {}
+    for name, custom in find_commands(workspace).items():
+        if f"/{name}" in COMMANDS:
+            continue
+        hint = f" {custom.argument_hint}" if custom.argument_hint else ""
+        about = custom.description or f"({custom.origin} command)"
+        out[f"/{name}"] = Command(f"/{name}", f"{about}{hint} [{custom.origin}]", _sender(custom))
+    return out
+
+
+def _sender(custom: CustomCommand) -> Handler:
+    def send(repl: Repl, arg: str) -> None:
+        repl.send(custom.expand(arg))
+
+    return send
 
 
 def argument_sources(repl: Repl) -> dict[str, Callable[[], list[str]]]:
