@@ -70,6 +70,9 @@ def _help(repl: Repl, _arg: str) -> None:
         for command in custom.values():
             table.add_row(cell(command.name), cell(command.help))
     repl.console.print(table)
+    hidden = [f"/{n}" for n in find_commands(repl.chat.workspace) if f"/{n}" in COMMANDS]
+    if hidden:
+        repl.say("custom commands hidden by the built-in of that name: " + ", ".join(hidden))
     repl.say("Enter sends · Esc-Enter new line · Ctrl-C stops the answer · Ctrl-D exits")
 
 
