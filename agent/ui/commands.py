@@ -23,7 +23,6 @@ from agent.errors import ToolError, UsageError
 from agent.history import ToolResult, to_json
 from agent.run.assemble import context_in_force
 from agent.run.chat import ChatSession
-from agent.run.custom_commands import CustomCommand, find_commands
 from agent.session import session_path, sessions_rows
 from agent.tools.confine import open_in_workspace, refuse_hardlinked
 from agent.tools.permissions import APPROVE_MODES, decision
@@ -64,15 +63,13 @@ def _help(repl: Repl, _arg: str) -> None:
     table = Table(box=None, show_header=False, pad_edge=False)
     for command in COMMANDS.values():
         table.add_row(command.name, command.help)
-    custom = custom_commands(repl.chat.workspace)
-    if custom:
-        table.add_row("", "")
-        for command in custom.values():
-            table.add_row(cell(command.name), cell(command.help))
+    from agent.ui.custom import custom_commands, hidden  # it builds on this module
+
+    for command in custom_commands(repl.chat.workspace).values():
+        table.add_row(cell(command.name), cell(command.help))
     repl.console.print(table)
-    hidden = [f"/{n}" for n in find_commands(repl.chat.workspace) if f"/{n}" in COMMANDS]
-    if hidden:
-        repl.say("custom commands hidden by the built-in of that name: " + ", ".join(hidden))
+    if shadowed := hidden(repl.chat.workspace):
+        repl.say("custom commands hidden by the built-in of that name: " + ", ".join(shadowed))
     repl.say("Enter sends · Esc-Enter new line · Ctrl-C stops the answer · Ctrl-D exits")
 
 
@@ -389,6 +386,8 @@ def find(name: str, workspace: Path | None = None) -> Command:
     a custom command was added still does."""
     if name in COMMANDS:
         return COMMANDS[name]
+    from agent.ui.custom import custom_commands  # it builds on this module's Command
+
     custom = custom_commands(workspace)
     if name in custom:
         return custom[name]
@@ -398,27 +397,6 @@ def find(name: str, workspace: Path | None = None) -> Command:
     if len(matches) == 1:
         return matches[0]
     raise UsageError(f"unknown command {name} (/help lists them)")
-
-
-def custom_commands(workspace: Path | None) -> dict[str, Command]:
-    """The custom commands as REPL commands: each sends its expansion as a message
-    (so @file mentions in it attach, and the approval mode applies as to anything typed).
-    One shadowed by a built-in is left out."""
-    out: dict[str, Command] = {}
-    for name, custom in find_commands(workspace).items():
-        if f"/{name}" in COMMANDS:
-            continue
-        hint = f" {custom.argument_hint}" if custom.argument_hint else ""
-        about = custom.description or f"({custom.origin} command)"
-        out[f"/{name}"] = Command(f"/{name}", f"{about}{hint} [{custom.origin}]", _sender(custom))
-    return out
-
-
-def _sender(custom: CustomCommand) -> Handler:
-    def send(repl: Repl, arg: str) -> None:
-        repl.send(custom.expand(arg))
-
-    return send
 
 
 def argument_sources(repl: Repl) -> dict[str, Callable[[], list[str]]]:

@@ -200,8 +200,19 @@ def test_a_custom_command_expands_in_chat(workspace: Path, script_file) -> None:
 def bosun_run(workspace: Path, prompt: str, script: Path, trace: Path) -> str:
     """`bosun run PROMPT` on the scripted model; the prompt text the model saw."""
     out = subprocess.run(
-        [sys.executable, "-m", "agent", "run", prompt, "--model", f"scripted:{script}"]
-        + ["-w", str(workspace), "--trace", str(trace)],
+        [
+            sys.executable,
+            "-m",
+            "agent",
+            "run",
+            prompt,
+            "--model",
+            f"scripted:{script}",
+            "-w",
+            str(workspace),
+            "--trace",
+            str(trace),
+        ],
         capture_output=True,
         text=True,
         timeout=120,
