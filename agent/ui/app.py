@@ -41,7 +41,6 @@ from agent.tools import Tool
 from agent.tools.permissions import Approval, Decline
 from agent.tools.sandbox import resolve_sandbox
 from agent.ui import commands, mentions
-from agent.ui.custom import custom_commands as custom
 from agent.ui.diff import preview_diff
 from agent.ui.footer import Elapsed
 from agent.ui.input import Input, SlashCompleter, ask_key
@@ -91,7 +90,10 @@ class Repl:
         completer = SlashCompleter(
             {
                 name: c.help
-                for name, c in {**commands.COMMANDS, **custom(self.chat.workspace)}.items()
+                for name, c in {
+                    **commands.COMMANDS,
+                    **commands.custom_commands(self.chat.workspace),
+                }.items()
             },
             commands.argument_sources(self),
             lambda prefix: mentions.complete(prefix, self.chat.workspace),

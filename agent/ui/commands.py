@@ -28,6 +28,7 @@ from agent.tools.confine import open_in_workspace, refuse_hardlinked
 from agent.tools.permissions import APPROVE_MODES, decision
 from agent.tools.sandbox import resolve_sandbox
 from agent.transcript import transcript
+from agent.ui.custom import custom_entries, hidden
 from agent.ui.diff import diff_text
 from agent.ui.render import Renderer, cell
 from agent.untrusted import visible
@@ -63,12 +64,10 @@ def _help(repl: Repl, _arg: str) -> None:
     table = Table(box=None, show_header=False, pad_edge=False)
     for command in COMMANDS.values():
         table.add_row(command.name, command.help)
-    from agent.ui.custom import custom_commands, hidden  # it builds on this module
-
     for command in custom_commands(repl.chat.workspace).values():
         table.add_row(cell(command.name), cell(command.help))
     repl.console.print(table)
-    if shadowed := hidden(repl.chat.workspace):
+    if shadowed := hidden(repl.chat.workspace, COMMANDS):
         repl.say("custom commands hidden by the built-in of that name: " + ", ".join(shadowed))
     repl.say("Enter sends · Esc-Enter new line · Ctrl-C stops the answer · Ctrl-D exits")
 
@@ -386,8 +385,6 @@ def find(name: str, workspace: Path | None = None) -> Command:
     a custom command was added still does."""
     if name in COMMANDS:
         return COMMANDS[name]
-    from agent.ui.custom import custom_commands  # it builds on this module's Command
-
     custom = custom_commands(workspace)
     if name in custom:
         return custom[name]
@@ -397,6 +394,11 @@ def find(name: str, workspace: Path | None = None) -> Command:
     if len(matches) == 1:
         return matches[0]
     raise UsageError(f"unknown command {name} (/help lists them)")
+
+
+def custom_commands(workspace: Path | None) -> dict[str, Command]:
+    """The custom commands of `workspace` and the user, less those a built-in hides."""
+    return {n: Command(n, h, run) for n, h, run in custom_entries(workspace, COMMANDS)}
 
 
 def argument_sources(repl: Repl) -> dict[str, Callable[[], list[str]]]:

@@ -5,31 +5,39 @@ says so)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from pathlib import Path
+from typing import Protocol
 
 from agent.run.custom_commands import CustomCommand, find_commands
-from agent.ui.commands import COMMANDS, Command, Handler, Repl
 
 
-def custom_commands(workspace: Path | None) -> dict[str, Command]:
+class Sends(Protocol):
+    def send(self, text: str) -> None: ...
+
+
+Entry = tuple[str, str, Callable[[Sends, str], None]]  # "/name", help, handler
+
+
+def custom_entries(workspace: Path | None, builtins: Collection[str]) -> list[Entry]:
     """Read afresh on each use: a file added mid-session counts from the next line."""
-    out: dict[str, Command] = {}
+    out: list[Entry] = []
     for name, custom in find_commands(workspace).items():
-        if f"/{name}" in COMMANDS:
+        if f"/{name}" in builtins:
             continue
         hint = f" {custom.argument_hint}" if custom.argument_hint else ""
         about = custom.description or f"({custom.origin} command)"
-        out[f"/{name}"] = Command(f"/{name}", f"{about}{hint} [{custom.origin}]", _sender(custom))
+        out.append((f"/{name}", f"{about}{hint} [{custom.origin}]", _sender(custom)))
     return out
 
 
-def hidden(workspace: Path | None) -> list[str]:
+def hidden(workspace: Path | None, builtins: Collection[str]) -> list[str]:
     """The custom commands a built-in of the same name hides."""
-    return [f"/{name}" for name in find_commands(workspace) if f"/{name}" in COMMANDS]
+    return [f"/{name}" for name in find_commands(workspace) if f"/{name}" in builtins]
 
 
-def _sender(custom: CustomCommand) -> Handler:
-    def send(repl: Repl, arg: str) -> None:
+def _sender(custom: CustomCommand) -> Callable[[Sends, str], None]:
+    def send(repl: Sends, arg: str) -> None:
         repl.send(custom.expand(arg))
 
     return send
