@@ -251,9 +251,12 @@ def run(
     if prompt is None:
         fail("give a PROMPT ('-' reads it from stdin) or --tasks FILE", EXIT_USAGE)
     from agent.cli.piped import piped_text, prompt_from_stdin, with_piped
+    from agent.run.custom_commands import expand_prompt
 
     piped = None if prompt == "-" else piped_text()
-    prompt = prompt_from_stdin() if prompt == "-" else with_piped(prompt, piped)
+    prompt = prompt_from_stdin() if prompt == "-" else prompt
+    # `/review src` names a custom command: its expansion is the prompt (piped text after)
+    prompt = with_piped(expand_prompt(prompt, settings.workspace), piped)
     if not prompt.strip():
         fail("the prompt is empty", EXIT_USAGE)
     raise typer.Exit(run_once(settings, prompt, attached=bool(piped and piped.strip())))

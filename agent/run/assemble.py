@@ -31,6 +31,7 @@ from agent.session import SessionLog, bosun_home
 from agent.tools import KNOWN, ToolRegistry, default_registry
 from agent.tools.orchestrator import Gate
 from agent.tools.permissions import Approver
+from agent.tools.skill import find_skills
 from agent.untrusted import json_line
 from drivers import llama_log, open_driver
 from drivers.base import Driver
@@ -218,7 +219,9 @@ class Assembly:
     def tools(self, settings: Settings | None = None) -> ToolRegistry:
         """bosun's tools and the hub's, a registry of its own for each agent: the
         model's own set (its profile's changes) with the user's changes on top."""
-        changes = (*self.profile.tool_changes, *(settings or self.settings).tools)
+        settings = settings or self.settings
+        with_skills = ("+skill",) if find_skills(settings.workspace) else ()
+        changes = (*self.profile.tool_changes, *with_skills, *settings.tools)
         return default_registry(self.hub.tools() if self.hub is not None else (), changes)
 
     def agent(

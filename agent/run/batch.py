@@ -33,6 +33,7 @@ from agent.loop.cancel import Cancel
 from agent.loop.constraint import constraint_for
 from agent.loop.runtime import Agent
 from agent.run.assemble import Assembly, Trace, recording, start_session, trace_writer
+from agent.run.custom_commands import expand_prompt
 from agent.run.output import JsonlPrinter
 from agent.run.settings import Settings
 from agent.run.tasks_file import BadLine, Task, load_tasks, read_tasks
@@ -144,7 +145,7 @@ def run_task(task: Task, shared: _Shared) -> ev.RunFinished:
             driver=driver,
         )
         start_session(agent, log.id)
-        return agent.run(task.prompt)
+        return agent.run(expand_prompt(task.prompt, task.settings.workspace))
     except Exception as exc:  # a harness bug in one task must not take the batch down
         # the sessions folder unwritable is the harness's (a UsageError), not a bug
         known = isinstance(exc, HarnessError)

@@ -15,6 +15,7 @@ from agent.protocol.jinja_env import compile_template
 from agent.protocol.profile import load_template
 from agent.resources import template_path
 from agent.tools.confine import open_in_workspace
+from agent.tools.skill import Skill, find_skills
 
 
 def system_prompt(
@@ -22,6 +23,7 @@ def system_prompt(
     instructions: str = "",
     instructions_source: str = "AGENTS.md",
     files: Sequence[str] = (),
+    skills: Sequence[Skill] = (),
 ) -> str:
     """The agent's system message (templates/system.jinja), rendered once per session."""
     source = load_template(template_path("system.jinja"))
@@ -31,6 +33,7 @@ def system_prompt(
             instructions=instructions,
             instructions_source=instructions_source,
             files=list(files),
+            skills=list(skills),
         )
     ).strip()
 
@@ -84,4 +87,6 @@ def workspace_files(workspace: Path, limit: int = 40) -> list[str]:
 
 def system_message(workspace: Path) -> System:
     instructions, source = project_instructions(workspace)
-    return System(system_prompt(str(workspace), instructions, source, workspace_files(workspace)))
+    files = workspace_files(workspace)
+    skills = find_skills(workspace)  # sorted: the same folders give the same head
+    return System(system_prompt(str(workspace), instructions, source, files, skills))

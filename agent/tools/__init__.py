@@ -16,10 +16,12 @@ from agent.tools.patch import apply_patch
 from agent.tools.registry import Tool, ToolContext, ToolError, ToolRegistry, tool
 from agent.tools.search import glob, grep
 from agent.tools.shell import bash
+from agent.tools.skill import skill
 
 BUILTIN = (read_file, list_dir, glob, grep, write_file, edit_file, bash)  # the default set
-OPTIONAL = (apply_patch,)  # offered only where a profile or the user adds them
-KNOWN = (read_file, list_dir, glob, grep, write_file, edit_file, apply_patch, bash)
+OPTIONAL = (apply_patch, skill)  # offered only where a profile or the user adds them
+KNOWN = (read_file, list_dir, glob, grep, write_file, edit_file, apply_patch, bash, skill)
+# `skill` is added where there are skills (agent.run.assemble), never offered without
 _CHANGE = re.compile(r"[+-]?[a-z_]+")
 
 

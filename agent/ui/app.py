@@ -89,7 +89,13 @@ class Repl:
         self.renderer.footer.status = self.status_line  # kept in view while it works
         self.renderer.footer.typed = self.typed_ahead
         completer = SlashCompleter(
-            {name: c.help for name, c in commands.COMMANDS.items()},
+            {
+                name: c.help
+                for name, c in {
+                    **commands.COMMANDS,
+                    **commands.custom_commands(self.chat.workspace),
+                }.items()
+            },
             commands.argument_sources(self),
             lambda prefix: mentions.complete(prefix, self.chat.workspace),
         )
@@ -218,8 +224,8 @@ class Repl:
                 )
 
     def command(self, text: str) -> bool:
-        name, _, arg = text.strip().partition(" ")
-        return bool(commands.find(name).run(self, arg.strip()))
+        name, *arg = text.strip().split(maxsplit=1)  # `/review\nmore` too
+        return bool(commands.find(name, self.chat.workspace).run(self, "".join(arg).strip()))
 
     def loop(self) -> int:
         armed = False  # one Ctrl-C at an empty prompt arms exit, the second exits

@@ -29,6 +29,7 @@ from agent.tools.permissions import APPROVE_MODES, decision
 from agent.tools.sandbox import resolve_sandbox
 from agent.transcript import transcript
 from agent.ui import check_commands
+from agent.ui.custom import custom_entries, hidden
 from agent.ui.diff import diff_text
 from agent.ui.render import Renderer, cell
 from agent.untrusted import visible
@@ -64,7 +65,11 @@ def _help(repl: Repl, _arg: str) -> None:
     table = Table(box=None, show_header=False, pad_edge=False)
     for command in COMMANDS.values():
         table.add_row(command.name, command.help)
+    for command in custom_commands(repl.chat.workspace).values():
+        table.add_row(cell(command.name), cell(command.help))
     repl.console.print(table)
+    if shadowed := hidden(repl.chat.workspace, COMMANDS):
+        repl.say("custom commands hidden by the built-in of that name: " + ", ".join(shadowed))
     repl.say("Enter sends · Esc-Enter new line · Ctrl-C stops the answer · Ctrl-D exits")
 
 
@@ -376,14 +381,27 @@ COMMANDS: dict[str, Command] = {
 }
 
 
-def find(name: str) -> Command:
-    """The command `name` names, or the only one it is a prefix of."""
+def find(name: str, workspace: Path | None = None) -> Command:
+    """The command `name` names, or the only one it is a prefix of. Built-in commands
+    come first, then the custom ones of `workspace` and the user (agent.run.custom_commands):
+    a custom /model never hides the built-in, and a prefix that picked a built-in before
+    a custom command was added still does."""
     if name in COMMANDS:
         return COMMANDS[name]
+    custom = custom_commands(workspace)
+    if name in custom:
+        return custom[name]
     matches = [c for n, c in COMMANDS.items() if n.startswith(name)]
+    if not matches:
+        matches = [c for n, c in custom.items() if n.startswith(name)]
     if len(matches) == 1:
         return matches[0]
     raise UsageError(f"unknown command {name} (/help lists them)")
+
+
+def custom_commands(workspace: Path | None) -> dict[str, Command]:
+    """The custom commands of `workspace` and the user, less those a built-in hides."""
+    return {n: Command(n, h, run) for n, h, run in custom_entries(workspace, COMMANDS)}
 
 
 def argument_sources(repl: Repl) -> dict[str, Callable[[], list[str]]]:
