@@ -13,13 +13,15 @@ from agent.errors import UsageError
 from agent.tools.edit import edit_file, write_file
 from agent.tools.files import list_dir, read_file
 from agent.tools.patch import apply_patch
+from agent.tools.plan import update_plan
 from agent.tools.registry import Tool, ToolContext, ToolError, ToolRegistry, tool
 from agent.tools.search import glob, grep
 from agent.tools.shell import bash
 
-BUILTIN = (read_file, list_dir, glob, grep, write_file, edit_file, bash)  # the default set
+# the default set (update_plan last: it does no work, and small models pick from the top)
+BUILTIN = (read_file, list_dir, glob, grep, write_file, edit_file, bash, update_plan)
 OPTIONAL = (apply_patch,)  # offered only where a profile or the user adds them
-KNOWN = (read_file, list_dir, glob, grep, write_file, edit_file, apply_patch, bash)
+KNOWN = (read_file, list_dir, glob, grep, write_file, edit_file, apply_patch, bash, update_plan)
 _CHANGE = re.compile(r"[+-]?[a-z_]+")
 
 

@@ -343,6 +343,17 @@ def _exit(_repl: Repl, _arg: str) -> bool:
     return True
 
 
+def _plan(repl: Repl, _arg: str) -> None:
+    """The model's latest plan (update_plan), as the checklist it last printed."""
+    plan = repl.chat.plan
+    if plan is not None and plan.steps:
+        repl.renderer.show_plan(plan)
+    elif "update_plan" not in repl.chat.tools:
+        repl.say("no plan: this model is not offered update_plan (--tools +update_plan adds it)")
+    else:
+        repl.say("no plan yet: the model makes one with update_plan for a task of several steps")
+
+
 COMMANDS: dict[str, Command] = {
     c.name: c
     for c in [
@@ -369,6 +380,7 @@ COMMANDS: dict[str, Command] = {
         Command("/reasoning", "show the last reasoning; toggle showing it", _reasoning),
         Command("/init", "have the model survey the project and write AGENTS.md", _init),
         Command("/exit", "leave (Ctrl-D does too)", _exit),
+        Command("/plan", "the model's plan for the task, as a checklist", _plan),
     ]
 }
 
