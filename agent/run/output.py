@@ -72,8 +72,9 @@ class TextPrinter:
         elif isinstance(event, ev.Compaction):
             self.err.write(f"  · {event.line()}\n")
         elif isinstance(event, ev.PlanUpdated):
-            self.err.write(f"  {visible(progress(event) or 'plan (empty)')}\n")
-            for _status, line in checklist(event, unicode_ok(getattr(self.err, "encoding", ""))):
+            utf = unicode_ok(getattr(self.err, "encoding", ""))
+            self.err.write(f"  {visible(progress(event, utf) or 'plan (empty)')}\n")
+            for _status, line in checklist(event, utf):
                 self.err.write(f"    {visible(line)}\n")
         elif isinstance(event, ev.RunFinished) and event.status != Status.DONE:
             why = visible(event.error or "")

@@ -39,7 +39,8 @@ def plan_problem(plan: Any, explanation: Any = "") -> str | None:
     if not isinstance(explanation, str):
         return "explanation must be a string"
     if len(explanation) > MAX_EXPLANATION_CHARS:
-        return f"explanation is {len(explanation)} characters; keep it under {MAX_EXPLANATION_CHARS}"
+        n = len(explanation)
+        return f"explanation is {n} characters; keep it under {MAX_EXPLANATION_CHARS}"
     if not isinstance(plan, list):
         return f"plan must be a list of steps, not {type(plan).__name__}"
     if len(plan) > MAX_STEPS:
@@ -145,10 +146,10 @@ def checklist(plan: PlanUpdated, unicode: bool = True) -> list[tuple[str, str]]:
     return [(s["status"], f"{marks.get(s['status'], '?')} {s['step']}") for s in plan.steps]
 
 
-def progress(plan: PlanUpdated) -> str:
+def progress(plan: PlanUpdated, unicode: bool = True) -> str:
     """'plan 2/5 · the step in progress', for a status line; '' for an empty plan."""
     if not plan.steps:
         return ""
     done = sum(s["status"] == "completed" for s in plan.steps)
     now = next((s["step"] for s in plan.steps if s["status"] == "in_progress"), "")
-    return f"plan {done}/{len(plan.steps)}" + (f" · {now}" if now else "")
+    return f"plan {done}/{len(plan.steps)}" + (f" {'·' if unicode else '-'} {now}" if now else "")

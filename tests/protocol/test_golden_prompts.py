@@ -5,8 +5,9 @@
 and its stable head, and the driver requests of one real loop on SmolLM2's profile with
 a scripted model. Each is sent its own tool set (its profile's changes to the default
 set: the plan tool is left out for these two). A refactor must leave all of it
-unchanged; a deliberate change to a template or the system prompt regenerates the file (`python -m tests.protocol.
-test_golden_prompts > tests/data/golden/five_turns.json`) and says why in its commit.
+unchanged; a deliberate change to a template or the system prompt regenerates the file
+(`python -m tests.protocol.test_golden_prompts > tests/data/golden/five_turns.json`) and
+says why in its commit.
 """
 
 from __future__ import annotations
