@@ -14,11 +14,13 @@ from agent import events as ev
 from agent.run.chat import ChatSession
 from agent.run.config import Config
 from agent.run.settings import Settings
+from agent.session import sessions_dir
 from agent.ui import commands
 from agent.ui.footer import Footer
 from agent.ui.plan import footer_line
 from agent.ui.render import Renderer
 from tests.helpers import tool_call
+from tests.ui.tmux import Terminal, needs_chat, needs_tmux, prompt_ready
 
 STEPS = [
     {"step": "read the failing test", "status": "completed"},
@@ -157,3 +159,36 @@ def test_slash_plan_says_when_the_tool_is_off(workspace: Path, script_file) -> N
         assert "--tools +update_plan" in shown(repl.console)
     finally:
         session.close()
+
+
+@needs_tmux
+@needs_chat
+def test_chat_shows_the_plan_and_resume_shows_it_again(
+    terminal: Terminal, workspace: Path, script_file
+) -> None:
+    script = script_file(tool_call("update_plan", plan=STEPS), "On it.", "ok")
+    terminal.start("--model", f"scripted:{script}", "--workspace", str(workspace))
+    terminal.wait_for(prompt_ready)
+    terminal.type("fix the parser")
+    terminal.send("Enter")
+    terminal.wait_for("On it.")
+    terminal.wait_for(prompt_ready)
+    screen = terminal.scrollback()
+    assert "plan 1/3" in screen and "◐ fix the parser" in screen and "☑ read the" in screen
+    assert "Plan updated" not in screen  # the checklist, not a tool panel
+    terminal.type("/plan")
+    terminal.send("Enter")
+    terminal.wait_for(lambda s: s.count("◐ fix the parser") == 2)
+    terminal.type("/exit")
+    terminal.send("Enter")
+    terminal.wait_for("[exit 0]")
+    (session,) = sessions_dir().glob("*.jsonl")
+
+    again = Terminal(terminal.home)  # a new tmux server: the first one's pane is done
+    try:
+        again.start("--model", f"scripted:{script}", "--resume", session.stem)
+        again.wait_for(prompt_ready)
+        screen = again.scrollback()
+    finally:
+        again.close()
+    assert "resumed:" in screen and "◐ fix the parser" in screen and "☐ run the tests" in screen
