@@ -209,6 +209,16 @@ class RunFinished(AgentEvent):
         return Status(self.status).exit_code
 
 
+@dataclass(frozen=True)
+class PlanUpdated(AgentEvent):
+    """The model's plan as it now stands (`update_plan`): the whole list each time, so
+    the last one in a session file is the plan a resumed session shows."""
+
+    type: ClassVar[str] = "plan"
+    explanation: str
+    steps: list[dict[str, str]]  # [{"step": "…", "status": "pending|in_progress|completed"}]
+
+
 Emit = Callable[[AgentEvent], None]
 
 

@@ -178,6 +178,7 @@ class StoredSession:
     workspace: str = ""
     messages: list[Message] = field(default_factory=list)
     compactions: list[dict[str, Any]] = field(default_factory=list)  # to rebuild the view
+    plan: dict[str, Any] | None = None  # the last `plan` record: the plan as it stood
 
 
 def load_session(path: Path) -> StoredSession:
@@ -191,6 +192,7 @@ def load_session(path: Path) -> StoredSession:
         workspace=str(first.get("workspace", "")),
         messages=messages,
         compactions=[r for r in records if r.get("type") == "compaction"],
+        plan=next((r for r in reversed(records) if r.get("type") == "plan"), None),
     )
 
 

@@ -372,6 +372,8 @@ class Agent:
                 state.recent_calls.append(call.name + json.dumps(call.arguments, sort_keys=True))
             self.add(result)
             self.emit(ev.ToolResultEvent(call.id, result.is_error, result.content))
+            if (report := self.tools.reported(call, result)) is not None:
+                self.emit(report)  # update_plan's plan
         return not state.declined  # a "no" hands control back to the user
 
     def _execute(self, call: ToolCall) -> tuple[ToolResult, bool]:

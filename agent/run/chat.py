@@ -32,6 +32,7 @@ from agent.session import (
 from agent.tools import ToolContext
 from agent.tools.checkpoints import Checkpoints
 from agent.tools.permissions import Approver, decision
+from agent.tools.plan import plan_from_record
 from agent.transcript import fence
 from drivers.base import Driver, Usage
 
@@ -87,6 +88,7 @@ class ChatSession:
         self._ui_emit = emit
         self.last_prompt: str | None = None  # the exact bytes last sent (`/render`)
         self.pending: list[str] = []  # `!command` outputs, sent with the next message
+        self.plan: ev.PlanUpdated | None = None  # the model's latest plan (`/plan`)
         self.log: SessionLog | None = None
         self.assembly = Assembly.open(settings, ask_server=ask_server, report=report)
         self.agent = self.assembly.agent(
@@ -103,6 +105,8 @@ class ChatSession:
     def _count(self, event: ev.AgentEvent) -> None:
         if isinstance(event, ev.TurnFinished):
             self.stats.add(event)
+        elif isinstance(event, ev.PlanUpdated):
+            self.plan = event
 
     def _emit(self, event: ev.AgentEvent) -> None:
         self.agent.emit(event)
@@ -182,6 +186,7 @@ class ChatSession:
         self.log = SessionLog(new_session_id())
         self.stats = Stats()
         self.pending.clear()
+        self.plan = None
         self.agent.checkpoints = Checkpoints(self.workspace)
         start_session(self.agent, self.log.id)
 
@@ -199,6 +204,7 @@ class ChatSession:
         self.log = SessionLog(stored.id, path.parent)
         self.stats = Stats()
         self.pending.clear()
+        self.plan = plan_from_record(stored.plan)  # as it stood when the session stopped
         self.agent.checkpoints = Checkpoints(self.workspace)
         start_session(self.agent, stored.id, stored.messages, stored.compactions)
         self._answer(unanswered_calls(self.history), LOST_CALL)

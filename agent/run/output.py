@@ -11,6 +11,7 @@ from typing import Any, TextIO
 
 from agent import events as ev
 from agent.events import Status
+from agent.tools.plan import checklist, progress, unicode_ok
 from agent.untrusted import json_line, visible
 
 
@@ -72,6 +73,11 @@ class TextPrinter:
             self.err.write(f"  · {event.line()}\n")
         elif isinstance(event, ev.LintRun | ev.TestRun):
             self.err.write(f"  {'·' if event.ok else '!'} {visible(event.line())}\n")
+        elif isinstance(event, ev.PlanUpdated):
+            utf = unicode_ok(getattr(self.err, "encoding", ""))
+            self.err.write(f"  {visible(progress(event, utf) or 'plan (empty)')}\n")
+            for _status, line in checklist(event, utf):
+                self.err.write(f"    {visible(line)}\n")
         elif isinstance(event, ev.RunFinished) and event.status != Status.DONE:
             why = visible(event.error or "")
             self.err.write(f"bosun: stopped ({event.status})" + (f": {why}" if why else "") + "\n")

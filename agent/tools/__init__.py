@@ -13,15 +13,19 @@ from agent.errors import UsageError
 from agent.tools.edit import edit_file, write_file
 from agent.tools.files import list_dir, read_file
 from agent.tools.patch import apply_patch
+from agent.tools.plan import update_plan
 from agent.tools.registry import Tool, ToolContext, ToolError, ToolRegistry, tool
 from agent.tools.search import glob, grep
 from agent.tools.shell import bash
 from agent.tools.skill import skill
 
-BUILTIN = (read_file, list_dir, glob, grep, write_file, edit_file, bash)  # the default set
+# the default set (update_plan last: it does no work, and small models pick from the top)
+BUILTIN = (read_file, list_dir, glob, grep, write_file, edit_file, bash, update_plan)
 OPTIONAL = (apply_patch, skill)  # offered only where a profile or the user adds them
-KNOWN = (read_file, list_dir, glob, grep, write_file, edit_file, apply_patch, bash, skill)
-# `skill` is added where there are skills (agent.run.assemble), never offered without
+KNOWN = (
+    read_file, list_dir, glob, grep, write_file, edit_file, apply_patch, bash, update_plan, skill,
+)  # fmt: skip
+# `skill` is added where there are skills (agent.run.assemble), never offered without them
 _CHANGE = re.compile(r"[+-]?[a-z_]+")
 
 

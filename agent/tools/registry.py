@@ -23,6 +23,7 @@ from agent.tools.validation import argument_problem
 NO_CHANGES = "(no changes)"  # the preview of a call that would leave its file as it is
 
 if TYPE_CHECKING:
+    from agent.events import AgentEvent
     from agent.tools.sandbox import SandboxPolicy
 
 # "mcp": a tool of an MCP server, which may do anything; "mcp-trusted": one of a server
@@ -51,6 +52,12 @@ class Tool:
     # The workspace paths a call would write, from its arguments: what the checkpoints
     # save first and the .git/ check looks at. None: its arguments named "*path*".
     paths: Callable[[dict[str, Any]], list[str]] | None = None
+    # The event a call that succeeded reports to whoever watches (update_plan's `plan`
+    # event): the loop emits it after the call's result; None: the result says it all.
+    reports: Callable[[dict[str, Any]], AgentEvent | None] | None = None
+    # The arguments' shape in one line, added to a schema error so a small model sees
+    # what to send instead of only what was wrong ("" for none).
+    shape: str = ""
 
     def written_paths(self, arguments: dict[str, Any]) -> list[str]:
         """The paths a call with these arguments would write (never raises)."""
@@ -184,7 +191,10 @@ class ToolRegistry:
         if t is None:
             return f"unknown tool {call.name!r}; available tools: {', '.join(self._tools)}"
         problem = argument_problem(call.arguments, t.parameters)
-        return None if problem is None else f"invalid arguments for {call.name}: {problem}"
+        if problem is None:
+            return None
+        expected = f"; expected {t.shape}" if t.shape else ""
+        return f"invalid arguments for {call.name}: {problem}{expected}"
 
     def preview(self, call: ToolCall, ctx: ToolContext) -> str | None:
         """What `call` would change, for an approval prompt; None when there is nothing
@@ -213,6 +223,13 @@ class ToolRegistry:
         if shown == NO_CHANGES:
             return f"Error: not run; {call.name} would leave the file exactly as it is"
         return None
+
+    def reported(self, call: ToolCall, result: ToolResult) -> AgentEvent | None:
+        """What a call that succeeded reports besides its result (`Tool.reports`)."""
+        t = self._tools.get(call.name)
+        if result.is_error or t is None or t.reports is None:
+            return None
+        return t.reports(call.arguments)
 
     def execute(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
         """Run a validated call. Model-caused failures become error results."""

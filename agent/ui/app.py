@@ -46,6 +46,7 @@ from agent.ui.diff import preview_diff
 from agent.ui.footer import Elapsed
 from agent.ui.input import Input, SlashCompleter, ask_key
 from agent.ui.keys import EscWatcher
+from agent.ui.plan import footer_line
 from agent.ui.render import Renderer
 from agent.untrusted import visible
 from drivers.bundled import assemble_spec, pending_assembly
@@ -88,6 +89,7 @@ class Repl:
         self.renderer.stop_requested = lambda: self.chat.agent.cancel.is_set()
         self.renderer.footer.status = self.status_line  # kept in view while it works
         self.renderer.footer.typed = self.typed_ahead
+        self.renderer.footer.plan = lambda: footer_line(self.chat.plan)
         completer = SlashCompleter(
             {
                 name: c.help
@@ -204,6 +206,8 @@ class Repl:
                 f"this session ran with {stored.model}; continuing with {self.chat.driver.model}"
             )
         self.replay(stored.messages)
+        if self.chat.plan is not None and self.chat.plan.steps:  # where the plan stood
+            self.renderer.show_plan(self.chat.plan)
 
     def replay(self, messages: list[Message]) -> None:
         """The end of a resumed conversation, so the user sees where it stands."""

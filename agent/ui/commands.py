@@ -349,6 +349,17 @@ def _exit(_repl: Repl, _arg: str) -> bool:
     return True
 
 
+def _plan(repl: Repl, _arg: str) -> None:
+    """The model's latest plan (update_plan), as the checklist it last printed."""
+    plan = repl.chat.plan
+    if plan is not None and plan.steps:
+        repl.renderer.show_plan(plan)
+    elif "update_plan" not in repl.chat.tools:
+        repl.say("no plan: this model is not offered update_plan (--tools +update_plan adds it)")
+    else:
+        repl.say("no plan yet: the model makes one with update_plan for a task of several steps")
+
+
 COMMANDS: dict[str, Command] = {
     c.name: c
     for c in [
@@ -377,6 +388,7 @@ COMMANDS: dict[str, Command] = {
         Command("/lint", "lint FILEs, or the files edited this session", check_commands.lint),
         Command("/test", "run the test command (test_cmd), or /test CMD", check_commands.test),
         Command("/exit", "leave (Ctrl-D does too)", _exit),
+        Command("/plan", "the model's plan for the task, as a checklist", _plan),
     ]
 }
 

@@ -45,6 +45,7 @@ class Footer:
         typed: Callable[[], str] = lambda: "",
     ) -> None:
         self.stopping, self.status, self.typed = stopping, status, typed
+        self.plan: Callable[[], str] = lambda: ""  # "plan 2/5 · step": redrawn in place
         self.spinner = Spinner("dots")  # one spinner, so its frames move on
         self.begin()
 
@@ -80,7 +81,7 @@ class Footer:
         return Text("working…", style="dim")
 
     def lines(self) -> int:
-        return 1 + bool(self.status()) + bool(self.typed())
+        return 1 + bool(self.status()) + bool(self.typed()) + bool(self.plan())
 
     def __rich__(self) -> Group:
         seconds = time.monotonic() - self.started
@@ -89,6 +90,9 @@ class Footer:
         label.append(f" {seconds:.0f} s · {tokens:,} tokens · Esc stops", style="dim")
         self.spinner.update(text=label)
         rows: list[Spinner | Text] = [self.spinner]
+        plan = self.plan()
+        if plan:
+            rows.append(Text(plan, style="cyan", no_wrap=True, overflow="ellipsis"))
         status = self.status()
         if status:
             rows.append(Text(status, style="reverse", no_wrap=True, overflow="ellipsis"))

@@ -25,10 +25,12 @@ from agent.events import Status
 from agent.tools.shell import command_failed
 from agent.ui.diff import diff_text
 from agent.ui.footer import Footer
+from agent.ui.plan import plan_text
 from agent.untrusted import json_line, visible
 
 REFRESH_S = 1 / 15
 RESULT_PREVIEW_LINES = 3
+PLAN_TOOL = "update_plan"  # shown by its `plan` event, not as a tool panel
 Preview = Callable[[str, dict[str, Any]], str | None]
 
 
@@ -229,6 +231,9 @@ class Renderer:
         elif isinstance(event, ev.LintRun | ev.TestRun):
             mark, style = ("·", "dim") if event.ok else ("!", "yellow")
             self.console.print(Text(f"  {mark} {visible(event.line())}", style=style))
+        elif isinstance(event, ev.PlanUpdated):
+            self.show_plan(event)
+            self.waiting()  # it came after its call's result: the model is called next
         elif isinstance(event, ev.TurnFinished):
             self.footer.turn(event.completion_tokens)
         elif isinstance(event, ev.SessionStarted):
@@ -246,6 +251,10 @@ class Renderer:
         (not for a replayed call: the file has changed since, the diff would lie); then
         the spinner while the call runs (a question about it stops the spinner first)."""
         self._names[event.id] = event.name
+        if event.name == PLAN_TOOL:  # its `plan` event shows it, as a checklist
+            if running:
+                self.waiting()
+            return
         width = max(20, self.console.width - 8)
         body = Text()
         diff = self.preview(event.name, event.arguments) if preview else None
@@ -273,7 +282,15 @@ class Renderer:
         if running:
             self.waiting()
 
+    def show_plan(self, plan: ev.PlanUpdated) -> None:
+        """The whole checklist, printed again at each update (see agent.ui.plan)."""
+        self.console.print(plan_text(plan, self.console))
+
     def tool_result(self, event: ev.ToolResultEvent) -> None:
+        if self._names.get(event.id) == PLAN_TOOL:
+            if not event.is_error:
+                return  # "Plan updated": the checklist printed next says more
+            self.console.print(Text(f"  {PLAN_TOOL} (the plan is unchanged):", style="red"))
         lines = event.content.splitlines()
         failed = event.is_error or (
             self._names.get(event.id) == "bash" and command_failed(event.content)

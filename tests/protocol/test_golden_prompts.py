@@ -3,9 +3,11 @@
 `tests/data/golden/five_turns.json` was captured with the layout before the wings
 (commit baa5ece): for SmolLM2 and Gemma 3, each turn's rendered prompt, its data spans
 and its stable head, and the driver requests of one real loop on SmolLM2's profile with
-a scripted model. A refactor must leave all of it unchanged; a deliberate change to a
-template or the system prompt regenerates the file (`python -m tests.protocol.
-test_golden_prompts > tests/data/golden/five_turns.json`) and says why in its commit.
+a scripted model. Each is sent its own tool set (its profile's changes to the default
+set: the plan tool is left out for these two). A refactor must leave all of it
+unchanged; a deliberate change to a template or the system prompt regenerates the file
+(`python -m tests.protocol.test_golden_prompts > tests/data/golden/five_turns.json`) and
+says why in its commit.
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ def workspace() -> Path:
 
 def rendered(model: str) -> list[dict[str, Any]]:
     """Each turn's prompt as sent, with its data spans and stable head."""
-    profile, specs = profile_for(model), default_registry().specs()
+    profile = profile_for(model)
+    specs = default_registry(changes=profile.tool_changes).specs()  # the model's own set
     history: list[Message] = [System(system_prompt(str(workspace())))]
     rows = []
     for prompt, call, result in TURNS:
@@ -74,9 +77,10 @@ def looped() -> list[dict[str, Any]]:
     ]  # fmt: skip
     driver = ScriptedDriver([*steps, {"completion": "All done."}])
     ws = workspace()
+    profile = profile_for("smollm2-135m")
     agent = Agent(
-        seat=Seat(driver, profile_for("smollm2-135m")),
-        tools=default_registry(),
+        seat=Seat(driver, profile),
+        tools=default_registry(changes=profile.tool_changes),
         workspace=ws,
         history=[System(system_prompt(str(ws)))],
         gate=Gate("auto"),

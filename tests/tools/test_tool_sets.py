@@ -40,6 +40,7 @@ def test_changes_parse_and_apply_in_order() -> None:
         "grep",
         "apply_patch",
         "bash",
+        "update_plan",
     ]
     assert "edit_file" in names(["-edit_file", "+edit_file"])
     assert "apply_patch" not in names([])
@@ -67,7 +68,7 @@ def test_gpt_models_get_apply_patch_instead_of_edit_tools(model: str) -> None:
 
 def test_other_models_keep_edit_file_and_the_user_changes_come_last() -> None:
     smol = profile_for("smollm2-135m")
-    assert smol.tool_changes == ()
+    assert smol.tool_changes == ("-update_plan",)  # the tiny bundled model: no plan tool
     plain = Assembly(Settings(), None, smol, None).tools()  # type: ignore[arg-type]
     assert "edit_file" in plain and "apply_patch" not in plain
     back = Settings(model=GPT_OSS, tools=("+edit_file",))
@@ -125,7 +126,7 @@ def test_unknown_tools_on_the_command_line_exit_2(command: str, workspace: Path)
     assert out.returncode == 2
     assert out.stderr.strip() == (
         "bosun: error: --tools: unknown tool 'nope' (known: read_file, list_dir, glob,"
-        " grep, write_file, edit_file, apply_patch, bash, skill)"
+        " grep, write_file, edit_file, apply_patch, bash, update_plan, skill)"
     )
 
 
