@@ -265,6 +265,11 @@ class Compactor:
                 break
         first = self.view.cut if self.view.summary else task + 1
         elided_part = shown[first - offset : cut - offset]
+        # A summary costs up to its budget: replacing less than that (one small round
+        # where the fixed part leaves little room) would grow the prompt, every turn.
+        freed = sum(self.counter.message(m) for m in elided_part)
+        if freed + self.counter.text(self.view.summary) <= self.summary_tokens + PER_MESSAGE:
+            return self.view.cut, "", 0
         room = self.limits.n_ctx - self.summary_tokens - 2 * PER_MESSAGE - 64
         summary = ""
         if self.size(history, specs) <= room:  # the question fits after the conversation

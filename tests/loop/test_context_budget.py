@@ -45,7 +45,9 @@ def reading_script(turns: int) -> list[dict[str, object]]:
     return steps
 
 
-def long_run(tmp_path: Path, turns: int, n_ctx: int) -> tuple[list, ev.RunFinished, Path]:
+def long_run(
+    tmp_path: Path, turns: int, n_ctx: int, tools: tuple[str, ...] = ("-update_plan",)
+) -> tuple[list, ev.RunFinished, Path]:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     for name, text in FILES.items():
@@ -60,7 +62,15 @@ def long_run(tmp_path: Path, turns: int, n_ctx: int) -> tuple[list, ev.RunFinish
         log.event(event)
         events.append(event)
 
-    settings = Settings(workspace=workspace, approve="auto", constrain="never", context_size=n_ctx)
+    # The seven file and shell tools these budgets were set with: a tool more (the plan
+    # tool) would take 255 of the 2,048 tokens and move every number here.
+    settings = Settings(
+        workspace=workspace,
+        approve="auto",
+        constrain="never",
+        context_size=n_ctx,
+        tools=tools,
+    )
     agent = Assembly(settings, driver, profile, None).agent(emit, on_message=log.message)
     agent.budget = Budget(max_turns=turns + 5, max_tool_calls=turns + 5)
     start_session(agent, log.id)
@@ -86,6 +96,17 @@ def test_a_300_turn_session_at_2048_tokens_runs_to_its_end(tmp_path: Path) -> No
     read = [c.call.arguments["path"] for c in calls]
     assert all(FILES[name].split()[-1] in r.content for name, r in zip(read, results, strict=True))
     assert not any("elided" in r.content for r in results)
+
+
+def test_where_the_tools_leave_little_room_no_compaction_grows_the_prompt(
+    tmp_path: Path,
+) -> None:
+    """With the plan tool too, the fixed part nears the ceiling at 2,048 tokens: a
+    summary of one small round would cost more than the round, and must not be made."""
+    events, result, _ = long_run(tmp_path, 40, 2048, tools=())
+    assert result.status == "done", result.error
+    compactions = [e for e in events if isinstance(e, ev.Compaction)]
+    assert compactions and all(c.tokens_after < c.tokens_before for c in compactions)
 
 
 def test_compaction_happens_once_every_few_turns_not_every_turn(tmp_path: Path) -> None:
