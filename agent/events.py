@@ -210,3 +210,14 @@ class RunFinished(AgentEvent):
 
 
 Emit = Callable[[AgentEvent], None]
+
+
+@dataclass(frozen=True)
+class Rewound(AgentEvent):
+    """`/rewind`: the conversation went back to before request `request`, whose message
+    was the session's message number `keep` (0-based): a session file read later keeps
+    the messages before it, and the records of compactions before it are void."""
+
+    type: ClassVar[str] = "rewind"
+    request: int
+    keep: int

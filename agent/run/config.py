@@ -56,6 +56,8 @@ class Config:
     # Not a setting (no file may set it): the model the workspace's file chose, if it
     # did; a server it names never gets the user's API key.
     workspace_model: str | None = None
+    # files bigger than this are left out of the checkpoints' snapshots (agent.tools.shadow)
+    checkpoint_max_mb: float = 10.0
 
 
 _NOT_SETTINGS = frozenset({"workspace_model"})
@@ -137,6 +139,10 @@ def parse_config_file(path: Path, origin: Origin = "user") -> dict[str, Any]:
             if not isinstance(value, str):
                 raise UsageError(f'{where} must be a string such as "+apply_patch,-edit_file"')
             value = parse_tool_changes(value, where)
+        if key == "checkpoint_max_mb" and (
+            isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1024
+        ):
+            raise UsageError(f"{where} must be a size in MB (above 0, at most 1024)")
         out[key] = value
     return out
 
