@@ -60,7 +60,7 @@ NO_GIT = (
 
 def may_change_files(tools: ToolRegistry, approve: str, sandboxed: bool) -> bool:
     """Whether a request could write or run bash (what makes a snapshot worth taking)."""
-    kinds = {tool.kind for name in tools.names() if (tool := tools.get(name)) is not None}
+    kinds = {tool.kind for name in tools.names if (tool := tools.get(name)) is not None}
     return any(
         decision(approve, kind, sandboxed=sandboxed) != "deny"
         for kind in kinds & {"write", "shell"}

@@ -242,8 +242,8 @@ class ShadowRepo:
                 continue
             old_mode, new_mode, old, new, _ = head[1:].decode().split()
             changes[path.decode("utf-8", "surrogateescape")] = (
-                Entry(old_mode, old),
-                Entry(new_mode, new),
+                _entry(old_mode, old),
+                _entry(new_mode, new),
             )
         return changes
 
@@ -288,6 +288,10 @@ class ShadowRepo:
                 stamp.touch()
                 self.git("gc", "-q", "--prune=now")
         return len(gone)
+
+
+def _entry(mode: str, blob: str) -> Entry:
+    return Entry() if mode == ABSENT_MODE else Entry(mode, blob)
 
 
 def _is_link(info: os.stat_result) -> bool:
