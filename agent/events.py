@@ -255,3 +255,14 @@ class TestRun(AgentEvent):
     def line(self) -> str:
         said = "passed" if self.ok else "failed"
         return f"tests ({self.command}) {said}, round {self.round} ({self.ms} ms)"
+
+
+@dataclass(frozen=True)
+class Rewound(AgentEvent):
+    """`/rewind`: the conversation went back to before request `request`, whose message
+    was the session's message number `keep` (0-based): a session file read later keeps
+    the messages before it, and the records of compactions before it are void."""
+
+    type: ClassVar[str] = "rewind"
+    request: int
+    keep: int

@@ -161,11 +161,25 @@ def read_records(path: Path) -> list[dict[str, Any]]:
 
 def load_messages(path: Path) -> list[Message]:
     """The structured history stored in a session file; a torn last line is skipped."""
-    return [
-        message_from_dict(r.get("message"))
-        for r in read_records(path)
-        if r.get("type") == "message"
-    ]
+    return _replay(read_records(path))[0]
+
+
+def _replay(records: list[dict[str, Any]]) -> tuple[list[Message], list[dict[str, Any]]]:
+    """Messages and compaction records in order, a `rewind` record cutting both back."""
+    messages: list[Message] = []
+    compactions: list[dict[str, Any]] = []
+    for record in records:
+        kind = record.get("type")
+        if kind == "message":
+            messages.append(message_from_dict(record.get("message")))
+        elif kind == "compaction":
+            compactions.append(record)
+        elif kind == "rewind":
+            keep = record.get("keep")
+            if isinstance(keep, int) and not isinstance(keep, bool) and keep >= 0:
+                del messages[keep:]
+                compactions.clear()  # they counted messages that are gone
+    return messages, compactions
 
 
 @dataclass
@@ -184,14 +198,14 @@ class StoredSession:
 def load_session(path: Path) -> StoredSession:
     records = read_records(path)
     first = next((r for r in records if r.get("type") == "session"), {})
-    messages = [message_from_dict(r.get("message")) for r in records if r.get("type") == "message"]
+    messages, compactions = _replay(records)
     return StoredSession(
         id=str(first.get("id") or path.stem),
         path=path,
         model=str(first.get("model", "")),
         workspace=str(first.get("workspace", "")),
         messages=messages,
-        compactions=[r for r in records if r.get("type") == "compaction"],
+        compactions=compactions,
         plan=next((r for r in reversed(records) if r.get("type") == "plan"), None),
     )
 

@@ -14,6 +14,7 @@ import typer
 
 from agent import __version__
 from agent.cli import admin as cli_admin
+from agent.cli import checkpoints as cli_checkpoints
 from agent.cli import info as cli_info
 from agent.cli.common import (
     EXIT_USAGE,
@@ -354,4 +355,5 @@ app.add_typer(cli_info.sessions_app, name="sessions")
 app.add_typer(cli_admin.cache_app, name="cache")
 app.add_typer(cli_admin.contracts_app, name="contracts")
 app.add_typer(cli_admin.mcp_app, name="mcp")
+app.add_typer(cli_checkpoints.checkpoints_app, name="checkpoints")
 app.command("config")(cli_admin.config_command)

@@ -34,7 +34,7 @@ from agent.loop.compact import Compactor, model_summariser
 from agent.loop.turn import Query, Reply, Trace, call_model
 from agent.protocol.profile import ModelProfile
 from agent.session import last_call_number
-from agent.tools.checkpoints import Checkpoints
+from agent.tools.checkpoints import Checkpoints, may_change_files
 from agent.tools.orchestrator import INTERRUPTED_CALL, Gate, run_call
 from agent.tools.permissions import Approver, refused_run
 from agent.tools.registry import ToolRegistry
@@ -174,8 +174,7 @@ class Agent:
         # it per message; a batch shares it).
         self.state = state = RunState()
         status, error = Status.DONE, None
-        if self.checkpoints is not None:
-            self.checkpoints.new_request()
+        self._checkpoint(prompt)
         try:
             self.add(User(prompt, attached))
             while not self.cancel.is_set():
@@ -197,10 +196,18 @@ class Agent:
             status = Status.DECLINED
         elif status == Status.DONE and state.refused and not state.ran:
             status, error = Status.REFUSED, refused_run(self.gate.approve)
+        self._checkpoint(None)
         ms = round((time.perf_counter() - start) * 1000)
         result = ev.RunFinished.of(status, state, ms, state.final_text, error)
         self.emit(result)
         return result
+
+    def _checkpoint(self, prompt: str | None) -> None:
+        """Snapshots before a request (its prompt) and after it (None), and what they say."""
+        if self.checkpoints is not None:
+            writes = may_change_files(self.tools, self.gate.approve, self.sandbox is not None)
+            for notice in self.checkpoints.around(prompt, writes, len(self.history)):
+                self.emit(ev.Diagnostic(notice))
 
     def step(self) -> bool:
         """One model call and its consequences; False when the agent is done."""

@@ -30,7 +30,7 @@ from agent.session import (
     unanswered_calls,
 )
 from agent.tools import ToolContext
-from agent.tools.checkpoints import Checkpoints
+from agent.tools.checkpoints import Checkpoints, Undone
 from agent.tools.permissions import Approver, decision
 from agent.tools.plan import plan_from_record
 from agent.transcript import fence
@@ -187,7 +187,7 @@ class ChatSession:
         self.stats = Stats()
         self.pending.clear()
         self.plan = None
-        self.agent.checkpoints = Checkpoints(self.workspace)
+        self.agent.checkpoints = self._checkpoints()
         start_session(self.agent, self.log.id)
 
     def resume(self, path: Path, *, keep_workspace: bool = False) -> StoredSession:
@@ -205,7 +205,7 @@ class ChatSession:
         self.stats = Stats()
         self.pending.clear()
         self.plan = plan_from_record(stored.plan)  # as it stood when the session stopped
-        self.agent.checkpoints = Checkpoints(self.workspace)
+        self.agent.checkpoints = self._checkpoints()
         start_session(self.agent, stored.id, stored.messages, stored.compactions)
         self._answer(unanswered_calls(self.history), LOST_CALL)
         compactor = self.agent.compactor
@@ -251,6 +251,27 @@ class ChatSession:
             result = self.agent.compactor.cap(result)
         self.pending.append(f"I ran `{command}` myself; its output:\n{fence(result.content)}")
         return result
+
+    def _checkpoints(self) -> Checkpoints:
+        """This conversation's: file tools, and the shell too where git is."""
+        max_mb = self.settings.checkpoint_max_mb
+        return Checkpoints(self.workspace, self.id, shell=True, max_mb=max_mb)
+
+    def rewind(self, number: int) -> Undone:
+        """`/rewind N`: the files as they were before request N (all or nothing), then
+        the conversation cut back to before its message; the session file records it."""
+        marks = self.checkpoints.marks
+        if number not in marks:
+            known = ", ".join(str(n) for n in sorted(marks)) or "none yet"
+            raise UsageError(f"no request {number} in this session (requests: {known})")
+        at = marks[number][0]
+        if not 0 < at <= len(self.history):
+            raise UsageError(f"request {number} is no longer in this conversation")
+        undone = self.checkpoints.rewind(number)
+        self.agent.load(self.history[:at])
+        if self.log is not None:
+            self.log.event(ev.Rewound(number, at))
+        return undone
 
     @property
     def checkpoints(self) -> Checkpoints:

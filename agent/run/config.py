@@ -66,6 +66,8 @@ class Config:
     # Not a setting (no file may set it): the model the workspace's file chose, if it
     # did; a server it names never gets the user's API key.
     workspace_model: str | None = None
+    # files bigger than this are left out of the checkpoints' snapshots (agent.tools.shadow)
+    checkpoint_max_mb: float = 10.0
 
 
 _NOT_SETTINGS = frozenset({"workspace_model"})
@@ -160,6 +162,10 @@ def parse_config_file(path: Path, origin: Origin = "user") -> dict[str, Any]:
         ):
             low, high = _CHECK_LIMITS[key]
             raise UsageError(f"{where} must be a whole number from {low} to {high}")
+        if key == "checkpoint_max_mb" and (
+            isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1024
+        ):
+            raise UsageError(f"{where} must be a size in MB (above 0, at most 1024)")
         out[key] = value
     return out
 

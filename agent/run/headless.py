@@ -15,6 +15,7 @@ from agent.run.output import JsonlPrinter, TextPrinter
 from agent.run.settings import Settings
 from agent.session import SessionLog, new_session_id
 from agent.tools import Tool, ToolContext, ToolRegistry
+from agent.tools.checkpoints import Checkpoints
 from agent.tools.permissions import Approval, Approver
 from agent.untrusted import visible
 
@@ -53,6 +54,10 @@ def run_once(settings: Settings, prompt: str, *, attached: bool = False) -> int:
     with Assembly.open(settings, loading=loading) as assembly:
         log = SessionLog(new_session_id())
         agent = assembly.agent(recording(lambda: log, printer), on_message=log.message, trace=trace)
+        # `bosun checkpoints restore --session ID` puts back what the run changed
+        agent.checkpoints = Checkpoints(
+            settings.workspace, log.id, shell=True, max_mb=settings.checkpoint_max_mb
+        )
         if sys.stdin.isatty() and sys.stderr.isatty():
             agent.approver = terminal_approver(agent.tools, settings.workspace)
         try:

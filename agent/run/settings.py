@@ -60,6 +60,7 @@ class Settings:
     output: str = "text"  # headless: text | jsonl
     jobs: int = 1  # batch: tasks at once (the backend may allow fewer)
     strict: bool = False  # batch: any bad line refuses the whole file
+    checkpoint_max_mb: float = 10.0  # bigger files are left out of the snapshots
 
     @classmethod
     def from_config(cls, config: Config, **given: Any) -> Settings:

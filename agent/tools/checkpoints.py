@@ -21,8 +21,10 @@ first: a recorded path is already real, so a link anywhere on it now means it ch
 A restore writes a new file beside the old one and renames it over the name, so it never
 writes into a file that a hard link also names outside the workspace.
 
-Like Claude Code's checkpoints, changes made by shell commands are not tracked (a
-command can touch anything); /undo says so rather than pretend.
+Where git is installed, a chat (and a headless run) also snapshots the whole workspace
+before each request that may write or run bash, and after it (agent.tools.shadow): then
+/undo and /rewind restore what bash changed too (agent.tools.restore), by the same rule.
+Without git, only the file tools' writes are covered, and that is said once.
 """
 
 from __future__ import annotations
@@ -36,15 +38,33 @@ import secrets
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from agent.errors import ToolError, UsageError
+from agent.tools.confine import open_parent_nofollow as _open_parent
 from agent.tools.confine import resolve_in_workspace
+from agent.tools.permissions import decision
+from agent.tools.registry import ToolRegistry
+from agent.tools.restore import rewind_files
+from agent.tools.shadow import ShadowRepo, SnapshotError, git_available
 
 MAX_SNAPSHOT_BYTES = 4 * 1024 * 1024  # a bigger file is not snapshotted (and says so)
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # a FIFO never blocks
 ABSENT = "absent"
+NO_GIT = (
+    "checkpoints: git is not installed; /undo covers bosun's file tools only, not what"
+    " shell commands change"
+)
+
+
+def may_change_files(tools: ToolRegistry, approve: str, sandboxed: bool) -> bool:
+    """Whether a request could write or run bash (what makes a snapshot worth taking)."""
+    kinds = {tool.kind for name in tools.names if (tool := tools.get(name)) is not None}
+    return any(
+        decision(approve, kind, sandboxed=sandboxed) != "deny"
+        for kind in kinds & {"write", "shell"}
+    )
 
 
 @dataclass(frozen=True)
@@ -68,6 +88,8 @@ class RequestFiles:
     before: dict[str, Found] = field(default_factory=dict)  # as the first write found it
     after: dict[str, str] = field(default_factory=dict)  # fingerprint the last write left
     too_big: list[str] = field(default_factory=list)  # not saved: over the cap, not a file
+    number: int = 0  # the request's number in its conversation (1 = the first)
+    shell: bool = False  # snapshotted whole (agent.tools.shadow): restored from there
 
     def changed(self) -> list[str]:
         """The paths bosun's writes in this request changed (a failed write did not)."""
@@ -79,29 +101,6 @@ class Undone:
     restored: list[str]  # put back, or deleted where bosun had created them
     not_saved: list[str]  # changed by bosun but never saved (too big, not a regular file)
     removed: list[str] = field(default_factory=list)  # of `restored`: created, so deleted
-
-
-def _open_parent(root: Path, key: str, *, create: bool = False) -> tuple[int, str]:
-    """A descriptor for the folder holding `key` (a real path relative to the root) and
-    the file's name in it, walked down with O_NOFOLLOW: a folder on the way that is now
-    a link fails (ELOOP/ENOTDIR) instead of leading out of the workspace."""
-    *folders, name = PurePosixPath(key).parts
-    fd = os.open(root.resolve(), _DIR_FLAGS)
-    try:
-        for part in folders:
-            try:
-                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            except FileNotFoundError:
-                if not create:
-                    raise
-                os.mkdir(part, 0o755, dir_fd=fd)
-                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            os.close(fd)
-            fd = nxt
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd, name
 
 
 def _look_at(dir_fd: int, name: str) -> Found:
@@ -126,15 +125,126 @@ def _look_at(dir_fd: int, name: str) -> Found:
 
 
 class Checkpoints:
-    def __init__(self, workspace: Path) -> None:
+    def __init__(
+        self, workspace: Path, session: str = "", *, shell: bool = False, max_mb: float = 10
+    ) -> None:
+        """`shell`: snapshot the whole workspace around requests (session: whose)."""
         self.workspace = workspace
         self.requests: list[RequestFiles] = []
         self.original: dict[str, Found] = {}  # as the session found each file
         self.undone = 0  # requests put back so far (what "nothing to undo" says)
+        self.notices: list[str] = []  # for the loop to say, once each
+        self._said: set[str] = set()
+        self.shadow: ShadowRepo | None = None
+        if shell and session:
+            self.shadow = self._open_shadow(session, int(max_mb * 1024 * 1024))
+        # request number -> (its message's index in history, its prompt): for /rewind
+        self.marks: dict[int, tuple[int, str]] = {}
+        self.next_number = 1
+        if self.shadow is not None:
+            with contextlib.suppress(SnapshotError):
+                for number in self.shadow.numbers():  # a resumed session's earlier ones
+                    note = self.shadow.note(self.shadow.ref(number, "before") or "")
+                    at, prompt = note.get("at"), note.get("prompt")
+                    if isinstance(at, int) and at >= 0:
+                        self.marks[number] = (at, str(prompt or ""))
+                    self.next_number = number + 1
 
-    def new_request(self) -> None:
-        if not self.requests or self.requests[-1].before or self.requests[-1].too_big:
-            self.requests.append(RequestFiles())
+    def _open_shadow(self, session: str, max_bytes: int) -> ShadowRepo | None:
+        if not git_available():
+            self.say("git", NO_GIT)
+            return None
+        try:
+            repo = ShadowRepo(self.workspace, session, max_bytes=max_bytes)
+            repo.prune()
+        except SnapshotError as exc:
+            self.say("git", f"checkpoints: {exc}; {NO_GIT.split('; ', 1)[1]}")
+            return None
+        return repo
+
+    def say(self, key: str, text: str) -> None:
+        if key not in self._said:
+            self._said.add(key)
+            self.notices.append(text)
+
+    def new_request(self, *, snapshot: bool = False, prompt: str = "", at: int = -1) -> None:
+        """A user request starts (its message goes to history[at]); `snapshot`: it may
+        write or run bash, so the whole workspace is saved first (where git is)."""
+        number = self.next_number
+        self.next_number += 1
+        if at >= 0:
+            self.marks[number] = (at, prompt)
+        last = self.requests[-1] if self.requests else None
+        if last is None or last.before or last.too_big or last.shell:
+            self.requests.append(RequestFiles(number=number))
+        else:
+            last.number = number
+        if snapshot and self.shadow is not None:
+            mark = {"prompt": prompt[:200], "at": at}
+            self.requests[-1].shell = self._snapshot(number, "before", mark)
+
+    def around(self, prompt: str | None, writes: bool, at: int) -> list[str]:
+        """The loop's one call: before a request (its prompt) or after it (None); the
+        notices to say."""
+        if prompt is None:
+            self.end_request()
+        else:
+            self.new_request(snapshot=writes, prompt=prompt, at=at)
+        said, self.notices = self.notices, []
+        return said
+
+    def end_request(self) -> None:
+        """The request ended (however): what it left is its after-snapshot."""
+        if self.requests and self.requests[-1].shell and self.shadow is not None:
+            self._snapshot(self.requests[-1].number, "after")
+
+    def _snapshot(self, number: int, which: str, mark: dict[str, object] | None = None) -> bool:
+        assert self.shadow is not None
+        try:
+            shot = self.shadow.snapshot(number, which, mark)
+        except SnapshotError as exc:
+            self.say("snapshot", f"checkpoints: no snapshot ({exc}); /undo covers file tools only")
+            return False
+        cap = self.shadow.max_bytes // (1024 * 1024)
+        for path in shot.skipped:
+            self.say(f"big:{path}", f"checkpoints: {path} is over {cap} MB, so /undo skips it")
+        return True
+
+    def rewind(self, number: int) -> Undone:
+        """Put the files back as they were before request `number` (and forget the
+        requests from there): shell-covering where it was snapshotted, else undoing the
+        file tools' requests one by one (each all or nothing)."""
+        if self.shadow is not None and self.shadow.ref(number, "before") is not None:
+            done = rewind_files(self.shadow, number)
+            self._forget(number)
+            return Undone(done.restored, done.skipped, done.removed)
+        total = Undone([], [], [])
+        while any(r.number >= number and (r.changed() or r.too_big) for r in self.requests):
+            one = self.undo()
+            total.restored.extend(one.restored)
+            total.not_saved.extend(one.not_saved)
+            total.removed.extend(one.removed)
+        self._forget(number)
+        return total
+
+    def _forget(self, number: int) -> None:
+        """Requests `number`… are gone (rewound): their numbers are given out again."""
+        self.requests = [r for r in self.requests if r.number < number]
+        self.marks = {n: m for n, m in self.marks.items() if n < number}
+        self.next_number = number
+
+    def _changed(self, request: RequestFiles) -> bool:
+        if request.changed() or request.too_big:
+            return True
+        if not request.shell or self.shadow is None:
+            return False
+        try:
+            start = self.shadow.ref(request.number, "before")
+            end = self.shadow.ref(request.number, "after")
+            now = end if end is not None else self.shadow.tree()[0]
+            return start is not None and bool(self.shadow.diff(start, now))
+        except SnapshotError:
+            return False
 
     def look(self, key: str) -> Found:
         """`key` as it is now, read without following any link on its way."""
@@ -191,7 +301,7 @@ class Checkpoints:
     def undo(self) -> Undone:
         """Put the latest request that changed files back, all or nothing: a UsageError
         naming the paths changed since bosun's write, and nothing restored, if any was."""
-        while self.requests and not (self.requests[-1].changed() or self.requests[-1].too_big):
+        while self.requests and not self._changed(self.requests[-1]):
             self.requests.pop()
         if not self.requests:
             if self.undone:
@@ -199,8 +309,14 @@ class Checkpoints:
                     f"nothing more to undo: the {self.undone} request(s) of this session that"
                     " changed files are undone already"
                 )
-            raise UsageError("nothing to undo: bosun's file tools changed nothing yet")
+            what = "bosun" if self.shadow is not None else "bosun's file tools"
+            raise UsageError(f"nothing to undo: {what} changed nothing yet")
         request = self.requests[-1]
+        if request.shell and self.shadow is not None:
+            done = rewind_files(self.shadow, request.number)
+            self.requests.pop()
+            self.undone += 1
+            return Undone(done.restored, done.skipped, done.removed)
         keys = request.changed()
         moved = [k for k in keys if self.look(k).fingerprint != request.after.get(k)]
         if moved:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from agent.errors import ToolError
 
@@ -130,3 +130,26 @@ def refuse_hardlinked(fd: int, shown: str) -> None:
             f"{shown} has {links} hard links, so it may also be a file outside the "
             "workspace; not written (copy it to a new file and edit that instead)"
         )
+
+
+def open_parent_nofollow(root: Path, key: str, *, create: bool = False) -> tuple[int, str]:
+    """A descriptor for the folder holding `key` (a real path relative to the root) and
+    the file's name in it, walked down with O_NOFOLLOW: a folder on the way that is now
+    a link fails (ELOOP/ENOTDIR) instead of leading out of the workspace."""
+    *folders, name = PurePosixPath(key).parts
+    fd = os.open(root.resolve(), _DIR_FLAGS)
+    try:
+        for part in folders:
+            try:
+                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                os.mkdir(part, 0o755, dir_fd=fd)
+                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, name

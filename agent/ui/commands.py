@@ -32,6 +32,7 @@ from agent.ui import check_commands
 from agent.ui.custom import custom_entries, hidden
 from agent.ui.diff import diff_text
 from agent.ui.render import Renderer, cell
+from agent.ui.rewind import rewind_command
 from agent.untrusted import visible
 
 
@@ -317,7 +318,8 @@ def _undo(repl: Repl, _arg: str) -> None:
         repl.say("restored nothing")
     if undone.not_saved:
         repl.say("not restored (too big or not a file when saved): " + ", ".join(undone.not_saved))
-    repl.say("(changes made by shell commands are not tracked; check with git status)")
+    if repl.chat.checkpoints.shadow is None:  # no git: the file tools' records only
+        repl.say("(changes made by shell commands are not tracked; check with git status)")
     if restored:
         repl.chat.pending.append(
             "I undid your last turn's file changes: " + ", ".join(restored) + " are as before it."
@@ -370,6 +372,7 @@ COMMANDS: dict[str, Command] = {
         Command("/sandbox", "show; /sandbox off runs bash outside bubblewrap, on again", _sandbox),
         Command("/clear", "start a new session", _clear),
         Command("/undo", "put back the files the last turn changed", _undo),
+        Command("/rewind", "back to before an earlier request: files and chat", rewind_command),
         Command("/diff", "what bosun's file tools changed in this session", _diff),
         Command("/result", "the latest tool result in full; /result N, the Nth latest", _result),
         Command("/compact", "make the context smaller now (old results, a summary)", _compact),

@@ -136,7 +136,7 @@ def test_completion_of_commands_and_arguments() -> None:
     def complete(text: str) -> list[str]:
         return [c.text for c in completer.get_completions(Document(text), CompleteEvent())]
 
-    assert complete("/re") == ["/result", "/resume", "/render", "/reasoning"]
+    assert complete("/re") == ["/rewind", "/result", "/resume", "/render", "/reasoning"]
     assert complete("/approve au") == ["auto-edit", "auto"]
     assert complete("hello /re") == []
     assert complete("/clear x") == []
