@@ -210,3 +210,16 @@ class RunFinished(AgentEvent):
 
 
 Emit = Callable[[AgentEvent], None]
+
+
+@dataclass(frozen=True)
+class HookRan(AgentEvent):
+    """A configured hook ran (agent.tools.hooks): which, at which event, what it decided
+    (allow, block, context, error, timeout) and how long it took."""
+
+    type: ClassVar[str] = "hook"
+    name: str
+    event: str
+    decision: str
+    ms: int
+    tool: str = ""  # the tool call it was about, where there is one

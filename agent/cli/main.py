@@ -17,12 +17,14 @@ from agent.cli import admin as cli_admin
 from agent.cli import info as cli_info
 from agent.cli.common import (
     EXIT_USAGE,
+    WORKSPACE_HOOKS_HELP,
     WORKSPACE_MCP_HELP,
     BosunApp,
     ModelOpt,
     ToolsOpt,
     WorkspaceOpt,
     YesOpt,
+    config_hooks,
     config_tools,
     fail,
     mcp_servers,
@@ -189,6 +191,9 @@ def run(
     allow_workspace_mcp: Annotated[
         bool, typer.Option("--allow-workspace-mcp", help=WORKSPACE_MCP_HELP)
     ] = False,
+    allow_workspace_hooks: Annotated[
+        bool, typer.Option("--allow-workspace-hooks", help=WORKSPACE_HOOKS_HELP)
+    ] = False,
     tools: ToolsOpt = None,
     yes: YesOpt = False,
 ) -> None:
@@ -223,6 +228,8 @@ def run(
         allow_git_writes=allow_git_writes,
         mcp_servers=mcp_servers(workspace),
         allow_workspace_mcp=allow_workspace_mcp,
+        hooks=config_hooks(workspace),
+        allow_workspace_hooks=allow_workspace_hooks,
         tools=changes,
         max_turns=max_turns,
         trace=trace,
@@ -294,6 +301,9 @@ def chat(
     allow_workspace_mcp: Annotated[
         bool, typer.Option("--allow-workspace-mcp", help=WORKSPACE_MCP_HELP)
     ] = False,
+    allow_workspace_hooks: Annotated[
+        bool, typer.Option("--allow-workspace-hooks", help=WORKSPACE_HOOKS_HELP)
+    ] = False,
     tools: ToolsOpt = None,
     yes: YesOpt = False,
 ) -> None:
@@ -317,6 +327,7 @@ def chat(
         allow_git_writes=allow_git_writes,
         allow_workspace_mcp=allow_workspace_mcp,
         tools=changes,
+        allow_workspace_hooks=allow_workspace_hooks,
     )
     raise typer.Exit(code)
 

@@ -34,6 +34,7 @@ from agent.loop.turn import Query, Reply, Trace, call_model
 from agent.protocol.profile import ModelProfile
 from agent.session import last_call_number
 from agent.tools.checkpoints import Checkpoints
+from agent.tools.hooks import HookBlocked
 from agent.tools.orchestrator import INTERRUPTED_CALL, Gate, run_call
 from agent.tools.permissions import Approver, refused_run
 from agent.tools.registry import ToolRegistry
@@ -172,8 +173,9 @@ class Agent:
         status, error = Status.DONE, None
         if self.checkpoints is not None:
             self.checkpoints.new_request()
+        hooks = self.gate.hooks
         try:
-            self.add(User(prompt, attached))
+            self.add(User(hooks.prompt(prompt) if hooks else prompt, attached))
             while not self.cancel.is_set():
                 stopped = self.budget.exceeded(
                     state.turns, state.tool_calls, state.recent_calls, state.format_errors
@@ -181,8 +183,10 @@ class Agent:
                 if stopped is not None:
                     status, error = stopped
                     break
-                if not self.step():
-                    break
+                if not self.step() and not (hooks and hooks.go_on(self.add, self.cancel, state)):
+                    break  # done, unless a Stop hook sent the model back to work
+        except HookBlocked as exc:  # UserPromptSubmit: the model never sees the request
+            status, error = Status.REFUSED, str(exc)
         except KeyboardInterrupt:  # a hard stop: see agent.loop.cancel
             self.cancel.set()
         except HarnessError as exc:  # a backend, a file that cannot be written, …
@@ -304,7 +308,9 @@ class Agent:
             self.trace,
             tokens,
         )
-        event = self.compactor.fit(self.history, specs, summarise, force=force)
+        hooks = self.gate.hooks  # PreCompact, told once a compaction is due
+        due = hooks.pre_compact if hooks else None
+        event = self.compactor.fit(self.history, specs, summarise, force=force, due=due)
         if event is not None:
             self.emit(event)
         return event

@@ -25,6 +25,7 @@ from agent.errors import UsageError
 from agent.mcp.servers import Origin, ServerSpec, merge, parse_servers, read_mcp_json
 from agent.session import bosun_home
 from agent.tools import parse_tool_changes
+from agent.tools.hooks import HookSpec, parse_hooks, read_claude_settings
 from agent.tools.permissions import APPROVE_MODES
 from agent.tools.sandbox import SANDBOX_MODES
 from agent.untrusted import TooDeep, check_depth
@@ -56,6 +57,9 @@ class Config:
     # Not a setting (no file may set it): the model the workspace's file chose, if it
     # did; a server it names never gets the user's API key.
     workspace_model: str | None = None
+    # [[hooks.EVENT]] of both files, then the workspace's .claude/settings.json (in that
+    # order; agent.tools.hooks): the workspace's run once trusted (agent.run.hooks)
+    hooks: tuple[HookSpec, ...] = ()
 
 
 _NOT_SETTINGS = frozenset({"workspace_model"})
@@ -137,6 +141,8 @@ def parse_config_file(path: Path, origin: Origin = "user") -> dict[str, Any]:
             if not isinstance(value, str):
                 raise UsageError(f'{where} must be a string such as "+apply_patch,-edit_file"')
             value = parse_tool_changes(value, where)
+        if key == "hooks":
+            value = parse_hooks(value, str(path), origin)
         out[key] = value
     return out
 
@@ -175,9 +181,12 @@ def load_config(workspace: Path | None = None, *, user_file: Path | None = None)
                 f"bosun: ignoring {key} = {settings.pop(key)!r} in {local}: a workspace file"
                 f" may only make the sandbox stricter (set it in {user} or pass a flag)\n"
             )
+        settings["hooks"] = config.hooks + settings.get("hooks", ())  # both files' run
         config = replace(config, **settings)
     if workspace is not None:
         servers = merge(servers, read_mcp_json(workspace, read_config_file), warn=_warn)
+        claude = read_claude_settings(workspace, read_config_file, _warn)
+        config = replace(config, hooks=config.hooks + claude)
     return replace(config, mcp_servers=servers)
 
 

@@ -17,6 +17,7 @@ from drivers.bundled import DEFAULT_MODEL
 if TYPE_CHECKING:
     from agent.mcp.servers import ServerSpec
     from agent.run.config import Config
+    from agent.tools.hooks import HookSpec
     from agent.tools.sandbox import SandboxPolicy
 
 
@@ -52,6 +53,8 @@ class Settings:
     output: str = "text"  # headless: text | jsonl
     jobs: int = 1  # batch: tasks at once (the backend may allow fewer)
     strict: bool = False  # batch: any bad line refuses the whole file
+    hooks: tuple[HookSpec, ...] = ()  # from the config files (agent.run.config)
+    allow_workspace_hooks: bool = False  # run hooks the workspace names, unapproved
 
     @classmethod
     def from_config(cls, config: Config, **given: Any) -> Settings:
