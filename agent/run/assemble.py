@@ -325,4 +325,5 @@ def start_session(
     if stored is None:
         agent.add(system_message(agent.workspace))
     if agent.gate.hooks is not None:  # SessionStart: its context joins the first prompt
-        agent.gate.hooks.start(session_id, "startup" if stored is None else "resume")
+        source = "startup" if stored is None else "resume"
+        agent.gate.hooks.start(session_id, source, agent.workspace)

@@ -83,9 +83,11 @@ class Hooks:
 
     # --- the hook points ---------------------------------------------------------
 
-    def start(self, session_id: str, source: str) -> None:
-        """SessionStart (source: startup or resume); its context joins the next prompt."""
+    def start(self, session_id: str, source: str, workspace: Path | None = None) -> None:
+        """SessionStart (source: startup or resume; `workspace`: a resumed session's
+        own); its context joins the next prompt."""
         self.session_id = session_id
+        self.workspace = workspace or self.workspace
         verdict = self.fire("SessionStart", source, {"source": source})
         if verdict.context:
             self.pending.append(verdict.context)
