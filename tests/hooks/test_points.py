@@ -161,3 +161,28 @@ def test_an_odd_hook_is_said_and_the_call_runs(workspace: Path, tmp_path: Path) 
     assert (workspace / "marker").exists()
     assert any("exited with code 3: oops" in line for line in said(events))
     assert ran(events) == [("PreToolUse", "error")]
+
+
+def test_pre_compact_runs_once_a_compaction_is_due_with_its_trigger(
+    workspace: Path, tmp_path: Path
+) -> None:
+    from agent.loop.compact import Compactor
+    from agent.loop.context import Counter, Limits
+
+    seen = tmp_path / "triggers"
+    hook = script(
+        tmp_path, "pre", f"open({str(seen)!r}, 'a').write(json.load(sys.stdin)['trigger'] + ' ')"
+    )
+    (workspace / "big.txt").write_text("word " * 3000)
+    agent, driver, events = hooked(
+        [tool_call("read_file", path="big.txt"), "ok"], workspace, HookSpec("PreCompact", hook)
+    )
+    agent.seat.compactor = Compactor(Limits(20000, source="test"), Counter(driver.info.tokenize))
+    agent.run("read big.txt")
+    assert not seen.exists()  # it fit: nothing was due
+    agent.compact(force=True)
+    assert seen.read_text() == "manual "
+    agent.seat.compactor = Compactor(Limits(2000, source="test"), Counter(driver.info.tokenize))
+    agent.compact()
+    assert seen.read_text() == "manual auto "
+    assert ran(events) == [("PreCompact", "allow")] * 2
