@@ -266,3 +266,16 @@ class Rewound(AgentEvent):
     type: ClassVar[str] = "rewind"
     request: int
     keep: int
+
+
+@dataclass(frozen=True)
+class HookRan(AgentEvent):
+    """A configured hook ran (agent.tools.hooks): which, at which event, what it decided
+    (allow, block, context, error, timeout) and how long it took."""
+
+    type: ClassVar[str] = "hook"
+    name: str
+    event: str
+    decision: str
+    ms: int
+    tool: str = ""  # the tool call it was about, where there is one

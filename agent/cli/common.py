@@ -147,6 +147,19 @@ def mcp_servers(workspace: Path | None) -> tuple[Any, ...]:
     return load_config(root if root.is_dir() else None).mcp_servers
 
 
+WORKSPACE_HOOKS_HELP = (
+    "Run hooks the workspace names (.bosun.toml, .claude/settings.json) unapproved."
+)
+
+
+def config_hooks(workspace: Path | None) -> tuple[Any, ...]:
+    """The hooks the config files name for this workspace (agent.tools.hooks)."""
+    from agent.run.config import load_config
+
+    root = workspace if workspace is not None else Path.cwd()
+    return load_config(root if root.is_dir() else None).hooks
+
+
 def table(rows: list[dict[str, str]], columns: list[str]) -> None:
     """A rich table on a terminal; tab-separated lines (with a header) in a pipe."""
     if not sys.stdout.isatty():

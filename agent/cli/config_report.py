@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.mcp.servers import MCP_JSON
+from agent.mcp.session import approvals
 from agent.run.config import (
     WORKSPACE_FILE,
     Config,
@@ -20,6 +21,10 @@ from agent.run.config import (
     parse_config_file,
     user_config_path,
 )
+from agent.run.hooks import WorkspaceHooks
+from agent.tools.hooks import HookSpec
+from agent.tools.hooks.spec import CLAUDE_SETTINGS
+from agent.untrusted import visible
 
 
 def _settings(path: Path, origin: str) -> dict[str, Any]:
@@ -34,10 +39,11 @@ def report(workspace: Path) -> dict[str, Any]:
     """Files (path, present), settings (name, value, source) and MCP servers."""
     config = load_config(workspace)
     user, local, mcp = user_config_path(), workspace / WORKSPACE_FILE, workspace / MCP_JSON
+    claude = workspace / CLAUDE_SETTINGS
     by_file = [("workspace", _settings(local, "workspace")), ("user", _settings(user, "user"))]
     settings = []
     for f in fields(Config):
-        if f.name in ("mcp_servers", "workspace_model"):  # not settings a file sets
+        if f.name in ("mcp_servers", "workspace_model", "hooks"):  # listed on their own
             continue
         value = getattr(config, f.name)
         source = next(
@@ -50,12 +56,14 @@ def report(workspace: Path) -> dict[str, Any]:
             {"role": "user", "path": str(user), "present": user.is_file()},
             {"role": "workspace", "path": str(local), "present": local.is_file()},
             {"role": "mcp", "path": str(mcp), "present": mcp.is_file()},
+            {"role": "claude", "path": str(claude), "present": claude.is_file()},
         ],
         "settings": settings,
         "mcp_servers": [
             {"name": s.name, "source": s.source, "enabled": s.enabled, "trusted": s.trusted}
             for s in config.mcp_servers
         ],
+        "hooks": hook_rows(config.hooks, workspace),
     }
 
 
@@ -66,6 +74,25 @@ def _plain(name: str, value: Any) -> Any:
     if name == "test_cmd" and value is not None:
         return value.command
     return value
+
+
+def hook_rows(hooks: tuple[HookSpec, ...], workspace: Path) -> list[dict[str, Any]]:
+    """Each hook, with whether it runs unasked: the user's always, the workspace's once
+    approved (agent.run.hooks)."""
+    theirs = tuple(h for h in hooks if h.origin == "workspace")
+    approved = bool(theirs) and approvals().allowed(workspace, WorkspaceHooks(theirs, workspace))
+    return [
+        {
+            "event": h.event,
+            "matcher": h.matcher,
+            "command": h.command,
+            "timeout": h.timeout,
+            "source": h.source,
+            "origin": h.origin,
+            "approved": h.origin == "user" or approved,
+        }
+        for h in hooks
+    ]
 
 
 def text(data: dict[str, Any]) -> str:
@@ -89,4 +116,11 @@ def text(data: dict[str, Any]) -> str:
             lines.append(
                 f"  {s['name']:<17} {s['source']}{'  ' + ', '.join(notes) if notes else ''}"
             )
+    if data.get("hooks"):
+        lines.append("hooks:")
+        for h in data["hooks"]:
+            matcher = f" [{h['matcher']}]" if h["matcher"] not in ("", "*") else ""
+            note = "" if h["approved"] else "  (not approved: runs with --allow-workspace-hooks)"
+            lines.append(f"  {h['event'] + matcher:<17} {visible(h['command'])}{note}")
+            lines.append(f"  {'':<17} {h['source']}, timeout {h['timeout']:g} s")
     return "\n".join(lines) + "\n"

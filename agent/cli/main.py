@@ -18,6 +18,7 @@ from agent.cli import checkpoints as cli_checkpoints
 from agent.cli import info as cli_info
 from agent.cli.common import (
     EXIT_USAGE,
+    WORKSPACE_HOOKS_HELP,
     WORKSPACE_MCP_HELP,
     AutoLintOpt,
     AutoTestOpt,
@@ -29,6 +30,7 @@ from agent.cli.common import (
     WorkspaceOpt,
     YesOpt,
     check_settings,
+    config_hooks,
     config_tools,
     fail,
     mcp_servers,
@@ -195,6 +197,9 @@ def run(
     allow_workspace_mcp: Annotated[
         bool, typer.Option("--allow-workspace-mcp", help=WORKSPACE_MCP_HELP)
     ] = False,
+    allow_workspace_hooks: Annotated[
+        bool, typer.Option("--allow-workspace-hooks", help=WORKSPACE_HOOKS_HELP)
+    ] = False,
     tools: ToolsOpt = None,
     yes: YesOpt = False,
     lint_cmd: LintCmdOpt = None,
@@ -234,6 +239,8 @@ def run(
         allow_git_writes=allow_git_writes,
         mcp_servers=mcp_servers(workspace),
         allow_workspace_mcp=allow_workspace_mcp,
+        hooks=config_hooks(workspace),
+        allow_workspace_hooks=allow_workspace_hooks,
         tools=changes,
         max_turns=max_turns,
         trace=trace,
@@ -309,6 +316,9 @@ def chat(
     allow_workspace_mcp: Annotated[
         bool, typer.Option("--allow-workspace-mcp", help=WORKSPACE_MCP_HELP)
     ] = False,
+    allow_workspace_hooks: Annotated[
+        bool, typer.Option("--allow-workspace-hooks", help=WORKSPACE_HOOKS_HELP)
+    ] = False,
     tools: ToolsOpt = None,
     yes: YesOpt = False,
     lint_cmd: LintCmdOpt = None,
@@ -337,6 +347,7 @@ def chat(
         allow_workspace_mcp=allow_workspace_mcp,
         tools=changes,
         checks=(lint_cmd, test_cmd, auto_lint, auto_test),
+        allow_workspace_hooks=allow_workspace_hooks,
     )
     raise typer.Exit(code)
 

@@ -184,12 +184,16 @@ class Compactor:
         summarise: Summarise,
         *,
         force: bool = False,
+        due: Callable[[str], None] | None = None,
     ) -> ev.Compaction | None:
         """Compact when the prompt is past the ceiling (or `force`, for /compact);
-        None when it fits or nothing more can go."""
+        None when it fits or nothing more can go. `due` is told first, with the
+        trigger ("auto" or "manual"), once a compaction is due (PreCompact hooks)."""
         before = self.size(history, specs)
         if not force and before <= self.limits.ceiling:
             return None
+        if due is not None:
+            due("manual" if force else "auto")
         started = time.perf_counter()
         # Down to the goal, or, where the fixed part (system prompt, tools, task) leaves
         # less room than that, to half of the room there is.

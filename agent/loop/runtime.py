@@ -35,6 +35,7 @@ from agent.loop.turn import Query, Reply, Trace, call_model
 from agent.protocol.profile import ModelProfile
 from agent.session import last_call_number
 from agent.tools.checkpoints import Checkpoints, may_change_files
+from agent.tools.hooks import HookBlocked
 from agent.tools.orchestrator import INTERRUPTED_CALL, Gate, run_call
 from agent.tools.permissions import Approver, refused_run
 from agent.tools.registry import ToolRegistry
@@ -175,8 +176,9 @@ class Agent:
         self.state = state = RunState()
         status, error = Status.DONE, None
         self._checkpoint(prompt)
+        hooks = self.gate.hooks
         try:
-            self.add(User(prompt, attached))
+            self.add(User(hooks.prompt(prompt) if hooks else prompt, attached))
             while not self.cancel.is_set():
                 stopped = self.budget.exceeded(
                     state.turns, state.tool_calls, state.recent_calls, state.format_errors
@@ -184,8 +186,15 @@ class Agent:
                 if stopped is not None:
                     status, error = stopped
                     break
-                if not self.step() and (self.checks is None or not self.checks.retest(self)):
-                    break
+                if self.step():
+                    continue
+                if self.checks is not None and self.checks.retest(self):
+                    continue  # the tests failed: their output went to the model
+                if hooks and hooks.go_on(self.add, self.cancel, state):
+                    continue  # a Stop hook sent the model back to work
+                break
+        except HookBlocked as exc:  # UserPromptSubmit: the model never sees the request
+            status, error = Status.REFUSED, str(exc)
         except KeyboardInterrupt:  # a hard stop: see agent.loop.cancel
             self.cancel.set()
         except HarnessError as exc:  # a backend, a file that cannot be written, …
@@ -315,7 +324,9 @@ class Agent:
             self.trace,
             tokens,
         )
-        event = self.compactor.fit(self.history, specs, summarise, force=force)
+        hooks = self.gate.hooks  # PreCompact, told once a compaction is due
+        due = hooks.pre_compact if hooks else None
+        event = self.compactor.fit(self.history, specs, summarise, force=force, due=due)
         if event is not None:
             self.emit(event)
         return event

@@ -23,7 +23,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from agent.errors import UsageError
-from agent.mcp.trust import changed, server_files
+from agent.mcp.trust import Approvable, changed, server_files
 from agent.untrusted import TooDeep, check_depth, json_line, loads
 
 Origin = Literal["user", "workspace"]
@@ -212,7 +212,7 @@ class Approvals:
             return {}
         return data if isinstance(data, dict) else {}
 
-    def verdict(self, workspace: Path, spec: ServerSpec) -> Verdict:
+    def verdict(self, workspace: Path, spec: Approvable) -> Verdict:
         entry = self._load().get(str(workspace))
         held = entry.get(spec.name) if isinstance(entry, dict) else None
         if not isinstance(held, dict) or held.get("command") != spec.fingerprint():
@@ -226,10 +226,10 @@ class Approvals:
             return Verdict(False, f"its files changed since you approved it ({shown})")
         return Verdict(True)
 
-    def allowed(self, workspace: Path, spec: ServerSpec) -> bool:
+    def allowed(self, workspace: Path, spec: Approvable) -> bool:
         return self.verdict(workspace, spec).approved
 
-    def allow(self, workspace: Path, spec: ServerSpec) -> None:
+    def allow(self, workspace: Path, spec: Approvable) -> None:
         data = self._load()
         entry = data.get(str(workspace))
         entry = entry if isinstance(entry, dict) else {}

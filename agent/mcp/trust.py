@@ -42,6 +42,15 @@ class Launch(Protocol):
     def url(self) -> str | None: ...
 
 
+class Approvable(Launch, Protocol):
+    """What an approval is given to: a server, or a workspace's hooks (agent.run.hooks),
+    which share the store so that trust has one owner."""
+
+    @property
+    def name(self) -> str: ...
+    def fingerprint(self) -> str: ...
+
+
 MAX_FILES = 2000  # in the folders one server names, together
 MAX_BYTES = 64 << 20
 CHUNK = 1 << 20

@@ -25,10 +25,12 @@ from agent.mcp.hub import Hub, warn
 from agent.mcp.session import Ask, begin_hub, finish_hub
 from agent.protocol.gguf import GGUFError
 from agent.protocol.profile import ModelProfile, profile_for
+from agent.run.hooks import AskHooks, trusted_hooks
 from agent.run.settings import Settings
 from agent.run.system_prompt import system_message
 from agent.session import SessionLog, bosun_home
 from agent.tools import KNOWN, ToolRegistry, default_registry
+from agent.tools.hooks import Hooks, HookSpec
 from agent.tools.orchestrator import Gate
 from agent.tools.permissions import Approver
 from agent.tools.skill import find_skills
@@ -159,12 +161,18 @@ class Assembly:
     a chat one agent for the whole conversation."""
 
     def __init__(
-        self, settings: Settings, driver: Driver, profile: ModelProfile, hub: Hub | None
+        self,
+        settings: Settings,
+        driver: Driver,
+        profile: ModelProfile,
+        hub: Hub | None,
+        hooks: tuple[HookSpec, ...] = (),
     ) -> None:
         self.settings = settings
         self.driver = driver
         self.profile = profile
         self.hub = hub
+        self.hooks = hooks  # the trusted ones (agent.run.hooks)
 
     @classmethod
     def open(
@@ -175,10 +183,19 @@ class Assembly:
         ask_server: Ask | None = None,
         report: Callable[[str], None] = warn,
         loading: Callable[[str], AbstractContextManager[object]] = lambda _m: nullcontext(),
+        ask_hooks: AskHooks | None = None,
     ) -> Assembly:
         """The hub's servers start while the model loads; `driver` replaces opening
         `settings.model` (tests inject failures); `report` gets one line for each
-        server that did not start."""
+        server that did not start, and for workspace hooks left out (`ask_hooks`: who
+        to ask about them; nobody, headless)."""
+        hooks = trusted_hooks(
+            settings.hooks,
+            settings.workspace,
+            allow_workspace=settings.allow_workspace_hooks,
+            ask=ask_hooks,
+            report=report,
+        )
         hub = begin_hub(
             settings.mcp_servers,
             settings.workspace,
@@ -208,7 +225,7 @@ class Assembly:
             if hub is not None:
                 hub.close()
             raise
-        return cls(settings, driver, profile, hub)
+        return cls(settings, driver, profile, hub, hooks)
 
     def __enter__(self) -> Assembly:
         return self
@@ -247,7 +264,9 @@ class Assembly:
             history=[],
             emit=emit,
             budget=Budget(max_turns=settings.max_turns, max_tokens=settings.max_tokens),
-            gate=Gate(settings.approve, approver, settings.sandbox),
+            gate=Gate(
+                settings.approve, approver, settings.sandbox, hooks=self._hooks(emit, settings)
+            ),
             on_message=on_message,
             trace=trace,
             salvage="salvage" not in settings.ablate,
@@ -255,6 +274,10 @@ class Assembly:
             cancel=cancel if cancel is not None else Cancel(),
             checks=checks_for(settings),
         )
+
+    def _hooks(self, emit: ev.Emit, settings: Settings) -> Hooks | None:
+        """An agent's own hook state (its session id, its pending context)."""
+        return Hooks(self.hooks, settings.workspace, emit) if self.hooks else None
 
     def switch(self, model: str) -> None:
         """Another model for what is built from now on; the new one is opened before the
@@ -318,3 +341,6 @@ def start_session(
     agent.load(stored if stored is not None else [], compactions)
     if stored is None:
         agent.add(system_message(agent.workspace))
+    if agent.gate.hooks is not None:  # SessionStart: its context joins the first prompt
+        source = "startup" if stored is None else "resume"
+        agent.gate.hooks.start(session_id, source, agent.workspace)

@@ -21,6 +21,7 @@ from agent.mcp.hub import Hub, warn
 from agent.mcp.session import Ask
 from agent.protocol.profile import ModelProfile
 from agent.run.assemble import Assembly, recording, seat_for, session_event, start_session
+from agent.run.hooks import AskHooks
 from agent.run.settings import Settings
 from agent.session import (
     SessionLog,
@@ -79,6 +80,7 @@ class ChatSession:
         *,
         ask_server: Ask | None = None,
         report: Callable[[str], None] = warn,
+        ask_hooks: AskHooks | None = None,
     ) -> None:
         """`ask_server` is asked once about each MCP server the workspace names
         (agent.mcp.session); `report` gets a line for each server that did not start."""
@@ -90,7 +92,9 @@ class ChatSession:
         self.pending: list[str] = []  # `!command` outputs, sent with the next message
         self.plan: ev.PlanUpdated | None = None  # the model's latest plan (`/plan`)
         self.log: SessionLog | None = None
-        self.assembly = Assembly.open(settings, ask_server=ask_server, report=report)
+        self.assembly = Assembly.open(
+            settings, ask_server=ask_server, report=report, ask_hooks=ask_hooks
+        )
         self.agent = self.assembly.agent(
             recording(lambda: self.log, self._count, emit),
             on_message=self._record,

@@ -26,6 +26,7 @@ from agent.mcp.servers import Origin, ServerSpec, merge, parse_servers, read_mcp
 from agent.session import bosun_home
 from agent.tools import parse_tool_changes
 from agent.tools.checks import CheckCmd, merge_lint, parse_lint_cmd, parse_test_cmd
+from agent.tools.hooks import HookSpec, parse_hooks, read_claude_settings
 from agent.tools.permissions import APPROVE_MODES
 from agent.tools.sandbox import SANDBOX_MODES
 from agent.untrusted import TooDeep, check_depth
@@ -68,6 +69,9 @@ class Config:
     workspace_model: str | None = None
     # files bigger than this are left out of the checkpoints' snapshots (agent.tools.shadow)
     checkpoint_max_mb: float = 10.0
+    # [[hooks.EVENT]] of both files, then the workspace's .claude/settings.json (in that
+    # order; agent.tools.hooks): the workspace's run once trusted (agent.run.hooks)
+    hooks: tuple[HookSpec, ...] = ()
 
 
 _NOT_SETTINGS = frozenset({"workspace_model"})
@@ -166,6 +170,8 @@ def parse_config_file(path: Path, origin: Origin = "user") -> dict[str, Any]:
             isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1024
         ):
             raise UsageError(f"{where} must be a size in MB (above 0, at most 1024)")
+        if key == "hooks":
+            value = parse_hooks(value, str(path), origin)
         out[key] = value
     return out
 
@@ -209,9 +215,12 @@ def load_config(workspace: Path | None = None, *, user_file: Path | None = None)
             )
         if "lint_cmd" in settings:  # by extension: the user's others stay
             settings["lint_cmd"] = merge_lint(config.lint_cmd, settings["lint_cmd"])
+        settings["hooks"] = config.hooks + settings.get("hooks", ())  # both files' run
         config = replace(config, **settings)
     if workspace is not None:
         servers = merge(servers, read_mcp_json(workspace, read_config_file), warn=_warn)
+        claude = read_claude_settings(workspace, read_config_file, _warn)
+        config = replace(config, hooks=config.hooks + claude)
     return replace(config, mcp_servers=servers)
 
 

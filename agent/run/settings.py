@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from agent.mcp.servers import ServerSpec
     from agent.run.config import Config
     from agent.tools.checks import CheckCmd
+    from agent.tools.hooks import HookSpec
     from agent.tools.sandbox import SandboxPolicy
 
 
@@ -61,6 +62,8 @@ class Settings:
     jobs: int = 1  # batch: tasks at once (the backend may allow fewer)
     strict: bool = False  # batch: any bad line refuses the whole file
     checkpoint_max_mb: float = 10.0  # bigger files are left out of the snapshots
+    hooks: tuple[HookSpec, ...] = ()  # from the config files (agent.run.config)
+    allow_workspace_hooks: bool = False  # run hooks the workspace names, unapproved
 
     @classmethod
     def from_config(cls, config: Config, **given: Any) -> Settings:

@@ -1,4 +1,5 @@
-"""One tool call, start to end: approve -> checkpoint -> execute.
+"""One tool call, start to end: PreToolUse hooks -> approve -> checkpoint -> execute ->
+PostToolUse hooks.
 
 The registry knows the tools, `permissions` decides whether a call may run, the
 checkpoints keep what a write would change; this is the one place that strings them
@@ -20,10 +21,12 @@ from agent.tools.permissions import DECLINED, Approver, policy_refused, refusal
 from agent.tools.registry import ToolContext, ToolRegistry
 
 if TYPE_CHECKING:
+    from agent.tools.hooks import Hooks, Verdict
     from agent.tools.sandbox import SandboxPolicy
 
 INTERRUPTED_CALL = "Error: the user interrupted before this call ran"
 STOPPED_CALL = "Error: the user interrupted this call while it ran; its effect may be partial"
+HOOK_BLOCKED = "Error: not run; a PreToolUse hook blocked this call: "
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ class Gate:
     approver: Approver | None = None  # None: nobody to ask (headless)
     sandbox: SandboxPolicy | None = None  # bash in bubblewrap; None: as the user
     always: set[str] | None = None
+    hooks: Hooks | None = None  # the session's hooks (PreToolUse, PostToolUse, …)
 
     def __post_init__(self) -> None:
         if self.always is None:
@@ -71,7 +75,12 @@ def run_call(
     call = routed(call, tools)
     tool = tools.get(call.name)
     refused: str | None = None
+    hooks = gate.hooks if tool is not None else None
+    before: Verdict | None = None
     try:
+        before = hooks.before_tool(call) if hooks is not None else None
+        if before is not None and before.blocked:  # before approval: never asked, never run
+            return Outcome(ToolResult(call.id, f"{HOOK_BLOCKED}{before.reason}", True))
         if tool is not None:
             assert gate.always is not None
             sandboxed = gate.sandbox is not None
@@ -104,4 +113,9 @@ def run_call(
             result = tools.execute(call, ToolContext(workspace, gate.sandbox))
     except KeyboardInterrupt:  # the shell tool has killed its command by now
         return Outcome(ToolResult(call.id, STOPPED_CALL, True), ran=True, interrupted=True)
+    if hooks is not None and before is not None:
+        try:
+            result = hooks.after_tool(call, result, before)
+        except KeyboardInterrupt:  # the hook is killed; the tool's own result stands
+            return Outcome(result, ran=True, interrupted=True)
     return Outcome(result, ran=True)

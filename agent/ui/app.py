@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -39,11 +39,13 @@ from agent.session import (
 )
 from agent.tools import Tool
 from agent.tools.checks import lint_flags
+from agent.tools.hooks import HookSpec
 from agent.tools.permissions import Approval, Decline
 from agent.tools.sandbox import resolve_sandbox
 from agent.ui import commands, mentions
 from agent.ui.diff import preview_diff
 from agent.ui.footer import Elapsed
+from agent.ui.hooks import ask_hooks
 from agent.ui.input import Input, SlashCompleter, ask_key
 from agent.ui.keys import EscWatcher
 from agent.ui.plan import footer_line
@@ -85,6 +87,7 @@ class Repl:
                 self.approve,
                 ask_server=self.ask_server,
                 report=lambda line: self.say(line, "yellow"),
+                ask_hooks=self.ask_hooks,
             )
         self.renderer.stop_requested = lambda: self.chat.agent.cancel.is_set()
         self.renderer.footer.status = self.status_line  # kept in view while it works
@@ -173,6 +176,9 @@ class Repl:
             if status is not None:
                 status.start()
         return answer.strip().lower() in ("y", "yes")
+
+    def ask_hooks(self, hooks: Sequence[HookSpec]) -> bool:
+        return ask_hooks(self.console, self._status, hooks)
 
     def approve(self, call: ToolCall, tool: Tool) -> Approval:
         self.renderer.finish_stream()  # no spinner under the question
@@ -353,6 +359,7 @@ def chat_command(
     allow_workspace_mcp: bool = False,
     tools: tuple[str, ...] | None = None,
     checks: tuple[list[str] | None, str | None, bool | None, bool | None] | None = None,
+    allow_workspace_hooks: bool = False,
 ) -> int:
     """Run the REPL until the user leaves; the exit code (0) for `bosun chat`."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -399,7 +406,7 @@ def chat_command(
     )
     settings = Settings.from_config(
         config, workspace=ws, sandbox=policy, allow_workspace_mcp=allow_workspace_mcp
-    )
+    ).but(allow_workspace_hooks=allow_workspace_hooks)
     repl = Repl(
         Console(highlight=False), settings, show_reasoning, keep_workspace=workspace is not None
     )
