@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,7 +31,8 @@ from agent.loop.budget import Budget
 from agent.loop.cancel import Cancel
 from agent.loop.checks import Checks
 from agent.loop.compact import Compactor, model_summariser
-from agent.loop.turn import Query, Reply, Trace, call_model
+from agent.loop.overflow import ask, text_calls_said
+from agent.loop.turn import Query, Reply, Trace
 from agent.protocol.profile import ModelProfile
 from agent.session import last_call_number
 from agent.tools.checkpoints import Checkpoints, may_change_files
@@ -39,8 +40,7 @@ from agent.tools.hooks import HookBlocked
 from agent.tools.orchestrator import INTERRUPTED_CALL, Gate, run_call
 from agent.tools.permissions import Approver, refused_run
 from agent.tools.registry import ToolRegistry
-from drivers.base import ContextOverflow, Driver, Usage
-from drivers.server_facts import text_calls_fix
+from drivers.base import Driver, Usage
 
 if TYPE_CHECKING:
     from agent.tools.sandbox import SandboxPolicy
@@ -249,48 +249,10 @@ class Agent:
         return reply
 
     def _ask(self, request: Query) -> Reply:
-        """The model call; where the context overflowed (the server refused the prompt
-        as too long, or cut the reply off at a full window, not at its own limit), the
-        conversation is compacted as far as it goes and asked once more. The cut reply
-        is dropped (its calls were never whole); when nothing could be compacted, the
-        refusal ends the run and a cut reply stands (the model reads it was cut off)."""
-        compactor = self.compactor
-        try:
-            reply = call_model(self.driver, self.profile, request)
-        except ContextOverflow:
-            refused = "the server refused the prompt as longer than its context"
-            if compactor is None or not self._make_room(refused):
-                raise
-            return self._ask_again(request)
-        if compactor is None:
-            return reply
-        self._observe(request, reply)
-        if reply.interrupted or not compactor.overflowed(
-            reply.finish, reply.usage, request.max_tokens
-        ):
-            return reply
-        used = reply.usage.prompt_tokens + reply.usage.completion_tokens
-        full = f"the reply filled the context ({used:,} of {compactor.limits.n_ctx:,} tokens)"
-        if not self._make_room(full):
-            return reply
-        self._account(reply.usage)
-        return self._ask_again(request)
+        return ask(self, request)
 
-    def _make_room(self, why: str) -> bool:
-        assert self.compactor is not None
-        if self._fit(force=True) is None:
-            return False
-        self.emit(ev.Diagnostic(f"{why}: compacted the conversation and asked again"))
-        return True
-
-    def _ask_again(self, request: Query) -> Reply:
-        assert self.compactor is not None
-        again = replace(request, history=self.compactor.view.messages(self.history))
-        reply = call_model(self.driver, self.profile, again)
-        self._observe(again, reply)
-        return reply
-
-    def _observe(self, request: Query, reply: Reply) -> None:
+    def observe(self, request: Query, reply: Reply) -> None:
+        """What the backend counted, for the budget; a warning it gives is said once."""
         assert self.compactor is not None
         real, chat = reply.usage.prompt_tokens, self.driver.info.chat
         warning = self.compactor.observe(request.history, request.specs, real, chat=chat)
@@ -409,12 +371,3 @@ class Agent:
         if self.checks is not None and outcome.ran:
             return self.checks.after_call(self, call, outcome.result), outcome.redirected
         return outcome.result, outcome.redirected
-
-
-def text_calls_said(server: str, profile: ModelProfile) -> str:
-    """The line a person reads when a chat server's reply held its calls as text."""
-    fmt = profile.tool_format
-    return (
-        f"the server sent tool calls as text (its tool parser did not run); bosun's {fmt}"
-        f" parser recovered them. To have the server parse them: {text_calls_fix(server, fmt)}"
-    )

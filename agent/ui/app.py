@@ -35,7 +35,6 @@ from agent.session import (
     latest_session,
     load_session,
     session_path,
-    sessions_rows,
 )
 from agent.tools import Tool
 from agent.tools.checks import lint_flags
@@ -48,6 +47,7 @@ from agent.ui.footer import Elapsed
 from agent.ui.hooks import ask_hooks
 from agent.ui.input import Input, SlashCompleter, ask_key
 from agent.ui.keys import EscWatcher
+from agent.ui.pick import differs, pick_session
 from agent.ui.plan import footer_line
 from agent.ui.render import Renderer
 from agent.untrusted import visible
@@ -201,7 +201,7 @@ class Repl:
     def resume(self, path: Path) -> None:
         stored = self.chat.resume(path, keep_workspace=self.keep_workspace)
         ran_in = Path(stored.workspace) if stored.workspace else None
-        if ran_in is not None and _differs(ran_in, self.chat.workspace):
+        if ran_in is not None and differs(ran_in, self.chat.workspace):
             why = "--workspace" if self.keep_workspace else "that folder is gone"
             self.say(
                 f"this session ran in {visible(str(ran_in))}; continuing in"
@@ -309,38 +309,6 @@ class Repl:
         if any(isinstance(m, User) for m in self.chat.history):
             self.say(f"resume this session: bosun chat --resume {self.chat.id}")
         self.chat.close()
-
-
-PICK_ROWS = 10
-
-
-def _differs(stored: Path, current: Path) -> bool:
-    """Whether a stored workspace is another folder than the one in force."""
-    try:
-        return stored.resolve() != current.resolve()
-    except (OSError, RuntimeError, ValueError):  # a loop, a NUL: not the same folder
-        return True
-
-
-def pick_session(console: Console, workspace: Path) -> str:
-    """`chat --resume` with no ID: this folder's recent sessions, newest first, by number."""
-    here = [r for r in sessions_rows() if r["workspace"] == str(workspace)][::-1][:PICK_ROWS]
-    if not here:
-        raise UsageError(f"no earlier session in {workspace}; start one with 'bosun chat'")
-    # Columns as wide as their widest cell ("interrupted" is longer than "done").
-    when = max(len(str(row["when"])) for row in here)
-    status = max(len(str(row["status"] or "-")) for row in here)
-    for n, row in enumerate(here, 1):
-        prompt = visible(row["prompt"])[:44]
-        cells = f"{n:>2}  {row['when']:<{when}}  {row['status'] or '-':<{status}}  {prompt}"
-        console.print(Text(cells))
-    try:
-        answer = console.input(Text(f"Resume which? [1-{len(here)}, Enter: 1] ")).strip() or "1"
-    except EOFError:
-        answer = ""
-    if not answer.isdigit() or not 1 <= int(answer) <= len(here):
-        raise UsageError("no session chosen")
-    return here[int(answer) - 1]["id"]
 
 
 def chat_command(

@@ -10,19 +10,14 @@ import errno
 import os
 import stat
 from collections.abc import Callable
-from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from agent.errors import ToolError, UsageError
 from agent.history import ToolResult, to_json
 from agent.run.assemble import context_in_force
-from agent.run.chat import ChatSession
 from agent.session import session_path, sessions_rows
 from agent.tools.confine import open_in_workspace, refuse_hardlinked
 from agent.tools.permissions import APPROVE_MODES, decision
@@ -31,35 +26,10 @@ from agent.transcript import transcript
 from agent.ui import check_commands
 from agent.ui.custom import custom_entries, hidden
 from agent.ui.diff import diff_text
-from agent.ui.render import Renderer, cell
+from agent.ui.render import cell
 from agent.ui.rewind import rewind_command
+from agent.ui.slash import Command, Repl
 from agent.untrusted import visible
-
-
-class Repl(Protocol):
-    """What a command may use of the REPL: the session, the screen, and the few REPL
-    actions a command repeats (send, resume, load a model). The REPL class satisfies it;
-    nothing here needs to know that class."""
-
-    chat: ChatSession
-    console: Console
-    renderer: Renderer
-
-    def say(self, message: str, style: str = "dim") -> None: ...
-    def send(self, text: str) -> None: ...
-    def resume(self, path: Path) -> None: ...
-    def loading(self, model: str) -> AbstractContextManager[None]: ...
-    def confirm_assembly(self, model: str) -> None: ...
-
-
-Handler = Callable[[Repl, str], bool | None]
-
-
-@dataclass(frozen=True)
-class Command:
-    name: str
-    help: str
-    run: Handler
 
 
 def _help(repl: Repl, _arg: str) -> None:

@@ -13,7 +13,7 @@ from agent.errors import UsageError
 from agent.untrusted import visible
 
 if TYPE_CHECKING:
-    from agent.ui.commands import Repl
+    from agent.ui.slash import Repl
 
 
 def rewind_command(repl: Repl, arg: str) -> None:
