@@ -134,6 +134,11 @@ CASES: dict[str, tuple[Case, ...]] = {
         Case(("sessions", "show", "{id}"), shows="README.md"),
         Case(("sessions", "show", "{id}", "--json"), shows='"kind"'),
     ),
+    "bosun checkpoints list|restore --session ID": (
+        # {id} ran read-only, so it took no snapshot: said, and restore has nothing
+        Case(("checkpoints", "list", "--session", "{id}"), shows="no snapshots"),
+        Case(("checkpoints", "restore", "--session", "{id}"), code=2, shows="no snapshots"),
+    ),
     "bosun config": (Case(("config",), shows="approve"),),
     "bosun mcp list": (Case(("mcp", "list"), shows="no MCP servers"),),
     "bosun contracts check --mutate": (

@@ -6,7 +6,7 @@ as text. Apart from the loop so `agent.loop.runtime` reads as the turn it runs."
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from agent import events as ev
 from agent.loop.turn import Query, Reply, call_model
@@ -15,7 +15,27 @@ from drivers.base import ContextOverflow
 from drivers.server_facts import text_calls_fix
 
 if TYPE_CHECKING:
-    from agent.loop.runtime import Agent
+    from agent.history import Message
+    from agent.loop.compact import Compactor
+    from drivers.base import Driver, Usage
+
+
+class Agent(Protocol):
+    """What asking again needs of the loop's agent (agent.loop.runtime.Agent), named
+    here so the loop imports this module and not the other way round."""
+
+    history: list[Message]
+    emit: ev.Emit
+
+    @property
+    def compactor(self) -> Compactor | None: ...
+    @property
+    def driver(self) -> Driver: ...
+    @property
+    def profile(self) -> ModelProfile: ...
+    def observe(self, request: Query, reply: Reply) -> None: ...
+    def fit(self, force: bool) -> ev.Compaction | None: ...
+    def account(self, usage: Usage) -> None: ...
 
 
 def ask(agent: Agent, request: Query) -> Reply:
@@ -41,13 +61,13 @@ def ask(agent: Agent, request: Query) -> Reply:
     full = f"the reply filled the context ({used:,} of {compactor.limits.n_ctx:,} tokens)"
     if not _make_room(agent, full):
         return reply
-    agent._account(reply.usage)
+    agent.account(reply.usage)
     return _ask_again(agent, request)
 
 
 def _make_room(agent: Agent, why: str) -> bool:
     assert agent.compactor is not None
-    if agent._fit(force=True) is None:
+    if agent.fit(force=True) is None:
         return False
     agent.emit(ev.Diagnostic(f"{why}: compacted the conversation and asked again"))
     return True

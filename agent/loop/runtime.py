@@ -244,7 +244,7 @@ class Agent:
             self._tell("text calls", text_calls_said(self.driver.info.server, self.profile))
         if reply.interrupted:
             self.cancel.set()
-        self._account(reply.usage)
+        self.account(reply.usage)
         reply.calls = [self._renumber(call) for call in reply.calls]
         return reply
 
@@ -270,10 +270,10 @@ class Agent:
         """The messages the model is shown, compacted first where the context needs it
         (`force`: as far as it goes, for /compact)."""
         assert self.compactor is not None
-        self._fit(force)
+        self.fit(force)
         return self.compactor.view.messages(self.history)
 
-    def _fit(self, force: bool) -> ev.Compaction | None:
+    def fit(self, force: bool) -> ev.Compaction | None:
         """Compact where needed (`force`: as far as it goes); the event, if it did."""
         assert self.compactor is not None
         specs, tokens = self.tools.specs(), self.compactor.summary_tokens
@@ -293,7 +293,7 @@ class Agent:
             self.emit(event)
         return event
 
-    def _account(self, usage: Usage) -> None:
+    def account(self, usage: Usage) -> None:
         self.state.usage.add(usage)
         self.emit(
             ev.TurnFinished(

@@ -111,10 +111,11 @@ def _look_at(dir_fd: int, name: str) -> Found:
     except OSError as exc:
         link = exc.errno == errno.ELOOP
         return Found("other:a link" if link else f"other:unreadable ({exc.strerror})")
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):  # a folder: fdopen would raise IsADirectoryError
+        os.close(fd)
+        return Found("other:not a regular file")
     with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            return Found("other:not a regular file")
         if info.st_size > MAX_SNAPSHOT_BYTES:  # any later change moves its mtime
             return Found(f"other:big {info.st_size} {info.st_mtime_ns} {info.st_ino}")
         data = f.read(MAX_SNAPSHOT_BYTES + 1)

@@ -45,13 +45,14 @@ def first_turn(profile: ModelProfile, workspace: Path, task: str = "Say hello.")
         driver.close()
 
 
-def head_tokens(profile: ModelProfile, workspace: Path) -> int:
-    """The system turn alone, in tokens: what every session here begins with."""
+def head_tokens(profile: ModelProfile, workspace: Path, changes: tuple[str, ...] = ()) -> int:
+    """The system turn alone, in tokens: what every session here begins with (`changes`:
+    to the default tools, as a session assembled for the model makes them)."""
     from drivers.llama_cpp import open_llama
 
     alone = profile.render(
         [System(system_prompt(str(workspace)))],
-        default_registry().specs(),
+        default_registry(changes=changes).specs(),
         add_generation_prompt=False,
     )
     driver = open_llama(MODEL, prefix_cache=False)
@@ -232,7 +233,8 @@ def test_a_batch_evaluates_the_head_once(tmp_path: Path) -> None:
                 turns.setdefault(event["task"], event)
         return turns
 
-    head = head_tokens(profile_for(MODEL), workspace)
+    profile = profile_for(MODEL)  # a batch offers the model its own tool set
+    head = head_tokens(profile, workspace, profile.tool_changes)
     turns = first_turns()
     assert turns["t0"]["cached_tokens"] == 0
     assert all(turns[t]["cached_tokens"] >= head for t in ("t1", "t2"))

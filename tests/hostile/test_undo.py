@@ -68,6 +68,17 @@ def test_a_plain_undo_still_restores_edits_and_removes_created_files(
         session.checkpoints.undo()  # not "changed nothing yet": they did, and are undone
 
 
+def test_a_write_aimed_at_a_folder_is_the_models_error_not_the_harness(
+    session: Session, workspace: Path
+) -> None:
+    """The checkpoint looks at the path first: a folder there is "not a regular file",
+    never an IsADirectoryError out of the run (found by the hostile fuzz)."""
+    (workspace / "sub").mkdir()
+    [result] = session.request(write("sub", ""))
+    assert result.is_error and "directory" in result.content
+    assert (workspace / "sub").is_dir()
+
+
 def test_a_file_the_user_created_after_a_failed_write_is_never_deleted(
     session: Session, workspace: Path
 ) -> None:
