@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import re
 import reprlib
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 MAX_DEPTH = 64  # deeper than any real tool call, far below Python's recursion limit
@@ -56,6 +58,19 @@ def loads(text: str, **options: Any) -> Any:
     """json.loads, with nesting bounded (TooDeep, a ValueError) and surrogates cleaned."""
     check_depth(text)
     return clean(json.loads(text, **options))
+
+
+def json_file(path: Path, read: Callable[[Path], str]) -> Any:
+    """A workspace's JSON file (`.mcp.json`, `.claude/settings.json`) through the config
+    reader `read` (a regular file, bounded), nesting bounded: None where there is no
+    such file, a ValueError naming the file where it is not JSON."""
+    if not (path.exists() or path.is_symlink()):
+        return None
+    text = read(path)
+    try:
+        return loads(text)
+    except ValueError as exc:  # TooDeep is one
+        raise ValueError(f"{path} is not valid JSON: {exc}") from None
 
 
 def raw_decode(decoder: json.JSONDecoder, text: str, index: int) -> tuple[Any, int]:

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 from agent.errors import UsageError
 from agent.mcp.trust import Approvable, changed, server_files
-from agent.untrusted import TooDeep, check_depth, json_line, loads
+from agent.untrusted import json_file, json_line, loads
 
 Origin = Literal["user", "workspace"]
 MCP_JSON = ".mcp.json"
@@ -146,14 +146,12 @@ def read_mcp_json(workspace: Path, read: Any) -> tuple[ServerSpec, ...]:
     regular file of at most 64 kB). Claude Code's `"type": "stdio" | "http"` is
     accepted; everything else in an entry is a setting bosun knows or an error."""
     path = workspace / MCP_JSON
-    if not (path.exists() or path.is_symlink()):
-        return ()
-    text = read(path)
     try:
-        check_depth(text)
-        data = loads(text)
-    except (ValueError, TooDeep) as exc:
-        raise UsageError(f"{path} is not valid JSON: {exc}") from None
+        data = json_file(path, read)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if data is None:
+        return ()
     servers = data.get("mcpServers") if isinstance(data, dict) else None
     if not isinstance(servers, dict):
         raise UsageError(f'{path} must hold {{"mcpServers": {{NAME: {{...}}}}}}')

@@ -33,6 +33,7 @@ from agent.tools.doc_folders import (
     is_folder_inside,
     one_line,
     read_doc,
+    roots,
     warn_once,
 )
 
@@ -72,14 +73,7 @@ def find_commands(workspace: Path | None, warn: Warn = warn_once) -> dict[str, C
     """Every custom command, by name, sorted; read afresh on each call, so a file added
     or edited mid-session counts from the next use."""
     found: dict[str, CustomCommand] = {}
-    real_workspace = workspace.resolve() if workspace is not None else None
-    for folder, origin in command_folders(workspace):
-        if not folder.is_dir():
-            continue
-        root = folder.resolve()
-        if origin == "workspace" and real_workspace and not root.is_relative_to(real_workspace):
-            warn(f"skipping {folder}: it leads outside the workspace")
-            continue
+    for folder, origin, root in roots(command_folders(workspace), workspace, warn):
         for name, relative in _markdown_files(root, "", 0, warn):
             if name in found or len(found) >= MAX_ENTRIES:
                 continue

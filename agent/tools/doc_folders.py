@@ -139,6 +139,22 @@ def one_line(text: str, limit: int = MAX_DESCRIPTION) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def roots(
+    folders: list[tuple[Path, str]], workspace: Path | None, warn: Warn = warn_once
+) -> Iterator[tuple[Path, str, Path]]:
+    """(folder, origin, its resolved root) of each folder there is, in order; a
+    workspace's folder that leads outside the workspace is skipped, and said."""
+    real_workspace = workspace.resolve() if workspace is not None else None
+    for folder, origin in folders:
+        if not folder.is_dir():
+            continue
+        root = folder.resolve()
+        if origin == "workspace" and real_workspace and not root.is_relative_to(real_workspace):
+            warn(f"skipping {folder}: it leads outside the workspace")
+            continue
+        yield folder, origin, root
+
+
 def entries(folder: Path, warn: Warn = warn_once) -> Iterator[os.DirEntry[str]]:
     """The entries of `folder` in name order, at most MAX_ENTRIES (a warning says the
     rest were left out); nothing when it is missing or not a folder."""

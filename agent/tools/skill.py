@@ -27,6 +27,7 @@ from agent.tools.doc_folders import (
     is_folder_inside,
     one_line,
     read_doc,
+    roots,
     warn_once,
 )
 from agent.tools.registry import ToolContext, ToolError, tool
@@ -57,14 +58,7 @@ def find_skills(workspace: Path | None, warn: Warn = warn_once) -> list[Skill]:
     """Every skill, sorted by name: the list is part of the system prompt, so the same
     folders give the same bytes (and a saved prompt state still applies)."""
     found: dict[str, Skill] = {}
-    real_workspace = workspace.resolve() if workspace is not None else None
-    for folder, origin in skill_folders(workspace):
-        if not folder.is_dir():
-            continue
-        root = folder.resolve()
-        if origin == "workspace" and real_workspace and not root.is_relative_to(real_workspace):
-            warn(f"skipping {folder}: it leads outside the workspace")
-            continue
+    for folder, origin, root in roots(skill_folders(workspace), workspace, warn):
         for entry in entries(root, warn):
             if entry.name.startswith(".") or not is_folder_inside(entry, root, warn):
                 continue

@@ -10,14 +10,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
-import urllib.request
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
+from tests.drivers.prompt_proxy import prompt_proxy
 from tests.openai_servers import MODEL_ALIAS, real_llama_server
 
 pytest.importorskip("openai")
@@ -76,59 +74,18 @@ def test_a_file_larger_than_the_context_is_capped_and_the_run_ends_done(
     assert "dropped part of the prompt" not in out.stdout + out.stderr
 
 
-class _FrontDropper(BaseHTTPRequestHandler):
-    """A proxy to the real server that keeps only the last quarter of every completion
-    prompt, as a server with too small a window does behind HTTP 200."""
-
-    upstream = ""
-
-    def log_message(self, *args: object) -> None:
-        return None
-
-    def _forward(self, body: bytes | None) -> None:
-        request = urllib.request.Request(
-            self.upstream + self.path,
-            data=body,
-            headers={"Content-Type": "application/json"} if body is not None else {},
-        )
-        with urllib.request.urlopen(request, timeout=300) as reply:
-            self.send_response(reply.status)
-            kind = reply.headers.get("Content-Type", "application/json")
-            self.send_header("Content-Type", kind)
-            self.end_headers()
-            while chunk := reply.readline():
-                self.wfile.write(chunk)
-                self.wfile.flush()
-
-    def do_GET(self) -> None:
-        self._forward(None)
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-        if self.path.endswith("/completions") and isinstance(body.get("prompt"), str):
-            body["prompt"] = body["prompt"][-len(body["prompt"]) // 4 :]
-        self._forward(json.dumps(body).encode())
-
-
 def test_a_server_that_drops_the_prompts_front_ends_with_the_truncation_error(
     server: str, workspace: Path
 ) -> None:
-    handler = type("Handler", (_FrontDropper,), {"upstream": server.removesuffix("/v1")})
-    proxy = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    proxy.daemon_threads = True
-    threading.Thread(target=proxy.serve_forever, args=(0.05,), daemon=True).start()
-    url = f"http://127.0.0.1:{proxy.server_address[1]}/v1"
     # a short reply, so the stream ends with the server's usage (a halted one has none)
     tasks = workspace.parent / "tasks.jsonl"
     tasks.write_text(json.dumps({"id": "t1", "prompt": "Say hi.", "max_tokens": 12}) + "\n")
-    try:
+    # keeps the last quarter of every prompt, as a server with too small a window does
+    with prompt_proxy(server, lambda prompt: prompt[-len(prompt) // 4 :]) as url:
         out = bosun(
             "run", "--tasks", str(tasks), "--model", f"openai:{url}#{MODEL_ALIAS}",
             "--api", "completions", "--approve", "read-only", "--workspace", str(workspace),
         )  # fmt: skip
-    finally:
-        proxy.shutdown()
-        proxy.server_close()
     assert out.returncode == 1, out.stdout[-2000:] + out.stderr[-2000:]
     [result] = [e for e in events_of(out) if e["type"] == "result"]
     assert result["status"] == "error", result

@@ -6,17 +6,14 @@ at a full window, and the exact count its `/tokenize` gives of a completion prom
 
 from __future__ import annotations
 
-import json
-import threading
-import urllib.request
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from agent.loop.compact import Compactor
 from agent.loop.context import Counter, Limits
 from drivers.base import ContextOverflow, DriverError, Request, collect
+from tests.drivers.prompt_proxy import prompt_proxy
 from tests.openai_servers import MODEL_ALIAS, real_llama_server
 
 pytest.importorskip("openai")
@@ -66,50 +63,13 @@ def test_a_reply_cut_at_the_full_window_reads_as_an_overflow(server: str) -> Non
     assert not compactor.overflowed(short.finish_reason, short.usage, 6), short.usage
 
 
-class _TrimFront(BaseHTTPRequestHandler):
-    """A proxy to the real server that drops the first tenth of every completion prompt:
-    a loss too small for an estimate to tell from noise. /tokenize passes untouched, as
-    it would on a server that trims internally."""
-
-    upstream = ""
-
-    def log_message(self, *args: object) -> None:
-        return None
-
-    def _forward(self, body: bytes | None) -> None:
-        headers = {"Content-Type": "application/json"} if body is not None else {}
-        request = urllib.request.Request(self.upstream + self.path, data=body, headers=headers)
-        with urllib.request.urlopen(request, timeout=300) as reply:
-            self.send_response(reply.status)
-            self.send_header("Content-Type", reply.headers.get("Content-Type", "application/json"))
-            self.end_headers()
-            while chunk := reply.readline():
-                self.wfile.write(chunk)
-                self.wfile.flush()
-
-    def do_GET(self) -> None:
-        self._forward(None)
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-        if self.path.endswith("/completions") and isinstance(body.get("prompt"), str):
-            body["prompt"] = body["prompt"][len(body["prompt"]) // 10 :]
-        self._forward(json.dumps(body).encode())
-
-
 def test_a_small_loss_is_caught_exactly_by_the_servers_own_count(server: str) -> None:
-    handler = type("Handler", (_TrimFront,), {"upstream": server.removesuffix("/v1")})
-    proxy = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    proxy.daemon_threads = True
-    threading.Thread(target=proxy.serve_forever, args=(0.05,), daemon=True).start()
-    try:
-        trimmed = driver_on(f"http://127.0.0.1:{proxy.server_address[1]}/v1")
+    # drops the first tenth of every prompt: too small a loss for an estimate to see
+    with prompt_proxy(server, lambda prompt: prompt[len(prompt) // 10 :]) as url:
+        trimmed = driver_on(url)
         assert trimmed.info.server == "llama-server"
         with pytest.raises(DriverError) as lost:
             collect(trimmed.stream(Request(words(300), max_tokens=4)))
-    finally:
-        proxy.shutdown()
-        proxy.server_close()
     assert "dropped part of the prompt" in str(lost.value) and "/tokenize" in str(lost.value)
     # the same prompt straight to the server is whole: no false alarm
     whole = collect(driver_on(server).stream(Request(words(300), max_tokens=4)))

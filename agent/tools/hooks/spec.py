@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agent.errors import UsageError
-from agent.untrusted import TooDeep, check_depth, loads
+from agent.untrusted import json_file
 
 Origin = Literal["user", "workspace"]
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PreCompact", "Stop")
@@ -160,14 +160,12 @@ def read_claude_settings(
     """The hooks of a workspace's `.claude/settings.json` (`read`: the config reader, a
     regular file of at most 64 kB); its other settings are Claude Code's own."""
     path = workspace / CLAUDE_SETTINGS
-    if not (path.exists() or path.is_symlink()):
-        return ()
-    text = read(path)
     try:
-        check_depth(text)
-        data = loads(text)
-    except (ValueError, TooDeep) as exc:
-        raise UsageError(f"{path} is not valid JSON: {exc}") from None
+        data = json_file(path, read)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if data is None:
+        return ()
     if not isinstance(data, dict):
         raise UsageError(f"{path} must hold a JSON object")
     if "hooks" not in data:
