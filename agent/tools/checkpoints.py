@@ -49,7 +49,6 @@ from agent.tools.restore import rewind_files
 from agent.tools.shadow import ShadowRepo, SnapshotError, git_available
 
 MAX_SNAPSHOT_BYTES = 4 * 1024 * 1024  # a bigger file is not snapshotted (and says so)
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # a FIFO never blocks
 ABSENT = "absent"
 NO_GIT = (
