@@ -17,22 +17,26 @@ import asyncio
 import atexit
 import concurrent.futures
 import contextlib
-import logging
 import secrets
-import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
+from agent.mcp.connection import (
+    Conn,
+    ServerState,
+    call_tool,
+    open_log,
+    quiet_sdk_logs,
+    why,
+)
 from agent.mcp.servers import ServerSpec
 from agent.mcp.tools import (
     description,
     input_schema,
     listing_problem,
     output_schema_problem,
-    result_text,
     schema_problem,
     tool_name,
 )
@@ -44,53 +48,19 @@ MARKER = "BOSUN_MCP_HUB"  # name of the marker every server process inherits
 STOP_GRACE = 8.0  # seconds close() waits for the SDK's own escalation (stdin, TERM, KILL)
 
 
-@dataclass
-class ServerState:
-    """What `bosun mcp list` and `/mcp` show of one server."""
-
-    spec: ServerSpec
-    # running | failed | stopped | disabled | not approved | refused (too many tools)
-    status: str = "starting"
-    error: str = ""
-    tools: dict[str, str] = field(default_factory=dict)  # bosun name -> the server's name
-    skipped: list[str] = field(default_factory=list)  # "tool: why it was left out"
-    restarts: int = 0
-
-
-@dataclass
-class _Conn:
-    state: ServerState
-    log: TextIO | None = None
-    client: Any = None
-    task: asyncio.Task[None] | None = None
-    scope: Any = None  # the anyio cancel scope its task runs in
-    stop: asyncio.Event | None = None
-    listing: list[Any] = field(default_factory=list)
-
-
-def _message(exc: BaseException) -> str:
-    """The first real cause of a failure, in one line (task groups wrap them)."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    if isinstance(exc, FileNotFoundError):
-        return f"command not found: {exc.filename or exc}"
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) < 300 else text[:297] + "…"
-
-
 class Hub:
     def __init__(self, workspace: Path, log_dir: Path | None = None) -> None:
         self.workspace = workspace
         self.log_dir = log_dir
-        self._conns: dict[str, _Conn] = {}
-        self._route: dict[str, tuple[_Conn, str]] = {}
+        self._conns: dict[str, Conn] = {}
+        self._route: dict[str, tuple[Conn, str]] = {}
         quiet_sdk_logs()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="mcp", daemon=True)
         self._thread.start()
         self._closed = False
         self._ending: set[asyncio.Task[None]] = set()
-        self._starting: tuple[concurrent.futures.Future[None], list[_Conn], set[str]] | None = None
+        self._starting: tuple[concurrent.futures.Future[None], list[Conn], set[str]] | None = None
         self._lock = threading.Lock()
         self._restarting = threading.Lock()
         self._marker = secrets.token_hex(8)  # in every server's environment (close)
@@ -118,8 +88,8 @@ class Hub:
         waits for them. `skipped` are servers not started (disabled, not approved),
         listed for `/mcp`; tool names avoid `reserved` (bosun's own tools)."""
         for state in skipped:
-            self._conns[state.spec.name] = _Conn(state)
-        conns = [_Conn(ServerState(spec)) for spec in specs]
+            self._conns[state.spec.name] = Conn(state)
+        conns = [Conn(ServerState(spec)) for spec in specs]
         for conn in conns:
             self._conns[conn.state.spec.name] = conn
         self._starting = (
@@ -167,7 +137,7 @@ class Hub:
         spec = conn.state.spec
         if conn.state.status != "running" and not self._restart(conn):
             raise ToolError(f"the MCP server {spec.name} is not running: {conn.state.error}")
-        future = asyncio.run_coroutine_threadsafe(self._call(conn, remote, arguments), self._loop)
+        future = asyncio.run_coroutine_threadsafe(call_tool(conn, remote, arguments), self._loop)
         try:
             text, is_error, crashed = self._wait(future)
         except KeyboardInterrupt:
@@ -220,10 +190,10 @@ class Hub:
                     future.cancel()
                     raise
 
-    async def _start_all(self, conns: list[_Conn]) -> None:
+    async def _start_all(self, conns: list[Conn]) -> None:
         await asyncio.gather(*(self._open(conn) for conn in conns))
 
-    async def _open(self, conn: _Conn) -> None:
+    async def _open(self, conn: Conn) -> None:
         spec = conn.state.spec
         conn.state.status = "starting"
         ready: asyncio.Future[None] = self._loop.create_future()
@@ -239,23 +209,10 @@ class Hub:
             # ended in the background (the SDK gives it seconds to go); close() waits
             self._ending.add(self._loop.create_task(self._end(conn)))
         except BaseException as exc:  # the server's failure, not bosun's
-            conn.state.status, conn.state.error = "failed", self._why(conn, exc)
+            conn.state.status, conn.state.error = "failed", why(conn, exc)
             await self._end(conn)
 
-    def _why(self, conn: _Conn, exc: BaseException) -> str:
-        """The failure, with the last line the server wrote to stderr where there is one."""
-        text = _message(exc)
-        if conn.log is not None:
-            try:
-                lines = Path(conn.log.name).read_text(errors="replace").splitlines()
-            except OSError:
-                lines = []
-            last = next((line.strip() for line in reversed(lines) if line.strip()), "")
-            if last and last not in text:
-                text = f"{text}; it said: {last[:200]}"
-        return text
-
-    async def _serve(self, conn: _Conn, ready: asyncio.Future[None]) -> None:
+    async def _serve(self, conn: Conn, ready: asyncio.Future[None]) -> None:
         try:
             import anyio
 
@@ -267,7 +224,7 @@ class Hub:
             if isinstance(exc, asyncio.CancelledError):
                 raise
 
-    async def _session(self, conn: _Conn, ready: asyncio.Future[None]) -> None:
+    async def _session(self, conn: Conn, ready: asyncio.Future[None]) -> None:
         from mcp import Client, StdioServerParameters
 
         spec = conn.state.spec
@@ -283,7 +240,7 @@ class Hub:
                 cwd=cwd,
             )
         try:
-            errlog = self._log(conn)
+            errlog = open_log(conn, self.log_dir)
             if spec.url is None:
                 from mcp.client.stdio import stdio_client
 
@@ -314,18 +271,7 @@ class Hub:
             if conn.state.status == "running":
                 conn.state.status = "stopped"
 
-    def _log(self, conn: _Conn) -> TextIO:
-        """Where a server's stderr goes: a log file (never the user's terminal)."""
-        if conn.log is None:
-            if self.log_dir is None:
-                conn.log = open("/dev/null", "w")  # noqa: SIM115 - closed in close()
-            else:
-                self.log_dir.mkdir(parents=True, exist_ok=True)
-                path = self.log_dir / f"mcp-{conn.state.spec.name}.log"
-                conn.log = path.open("w", encoding="utf-8", errors="replace")
-        return conn.log
-
-    async def _end(self, conn: _Conn) -> None:
+    async def _end(self, conn: Conn) -> None:
         """Stop one server: let its task leave the client (the SDK then ends the
         process); one still starting is cancelled, which ends the process as well."""
         if conn.stop is not None:
@@ -348,33 +294,9 @@ class Hub:
             if conn.state.status in ("running", "starting"):
                 conn.state.status = "stopped"
 
-    async def _call(self, conn: _Conn, remote: str, arguments: dict[str, Any]) -> Any:
-        from mcp.shared.exceptions import MCPError
-        from mcp_types import CONNECTION_CLOSED
-
-        spec = conn.state.spec
-        client = conn.client
-        if client is None:
-            return "the server is not running", True, True
-        try:
-            result = await asyncio.wait_for(
-                client.call_tool(remote, arguments), timeout=spec.tool_timeout
-            )
-        except TimeoutError:
-            return f"{remote} did not answer within {spec.tool_timeout:g} s", True, False
-        except MCPError as exc:
-            if exc.code == CONNECTION_CLOSED:
-                conn.state.status, conn.state.error = "failed", "the connection closed"
-                return "the connection closed", True, True
-            return f"the server refused the call: {_message(exc)}", True, False
-        except Exception as exc:  # a malformed answer: the server's fault, the model's result
-            return f"the server's answer could not be read: {_message(exc)}", True, False
-        text = result_text(result.content, result.structured_content)
-        return text, bool(result.is_error), False
-
     # ---- restarts and names ----------------------------------------------------
 
-    def _restart(self, conn: _Conn) -> bool:
+    def _restart(self, conn: Conn) -> bool:
         """One restart per server and session; True when it is running again."""
         with self._restarting:  # tasks of a batch share the hub
             if conn.state.status == "running":  # another thread restarted it meanwhile
@@ -396,7 +318,7 @@ class Hub:
 
         return ", ".join(changed(dict(spec.pinned), server_files(spec, self.workspace))[:3])
 
-    def _start_again(self, conn: _Conn) -> bool:
+    def _start_again(self, conn: Conn) -> bool:
 
         async def again() -> None:
             await self._end(conn)
@@ -405,7 +327,7 @@ class Hub:
         self._run(again(), timeout=None)
         return conn.state.status == "running"
 
-    def _name_tools(self, conn: _Conn, taken: set[str]) -> None:
+    def _name_tools(self, conn: Conn, taken: set[str]) -> None:
         """Take in a running server's listing: each tool whose schemas cannot be used is
         left out; a listing too large for a session (every tool would reach every
         prompt) is refused whole, the server kept running but unused."""
@@ -432,20 +354,3 @@ class Hub:
             return self.call(name, arguments)
 
         return run
-
-
-def quiet_sdk_logs() -> None:
-    """The SDK logs a server's misbehaviour with tracebacks; bosun reports it in one
-    line instead, so its records stop here rather than reaching the terminal."""
-    for name in ("mcp", "mcp_types", "httpx", "httpx2"):
-        logger = logging.getLogger(name)
-        logger.addHandler(logging.NullHandler())
-        logger.propagate = False
-
-
-def warn(line: str) -> None:
-    """One line to stderr; it may carry a server's own words (its name, its last line of
-    stderr), so escapes are shown, never sent."""
-    from agent.untrusted import visible
-
-    sys.stderr.write(f"bosun: {visible(line)}\n")

@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from agent.mcp.hub import Hub, ServerState, warn
+from agent.mcp.connection import ServerState, warn
+from agent.mcp.hub import Hub
 from agent.mcp.servers import Approvals, ServerSpec
 from agent.mcp.trust import server_files
 from agent.session import bosun_home

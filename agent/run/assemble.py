@@ -21,7 +21,8 @@ from agent.loop.compact import Compactor
 from agent.loop.constraint import constraint_for
 from agent.loop.context import Counter, Limits, View
 from agent.loop.runtime import Agent, Seat
-from agent.mcp.hub import Hub, warn
+from agent.mcp.connection import warn
+from agent.mcp.hub import Hub
 from agent.mcp.session import Ask, begin_hub, finish_hub
 from agent.protocol.gguf import GGUFError
 from agent.protocol.profile import ModelProfile, profile_for

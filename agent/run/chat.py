@@ -17,7 +17,8 @@ from agent.errors import UsageError
 from agent.events import Status
 from agent.history import Message, ToolCall, ToolResult
 from agent.loop.runtime import INTERRUPTED_CALL
-from agent.mcp.hub import Hub, warn
+from agent.mcp.connection import warn
+from agent.mcp.hub import Hub
 from agent.mcp.session import Ask
 from agent.protocol.profile import ModelProfile
 from agent.run.assemble import Assembly, recording, seat_for, session_event, start_session
