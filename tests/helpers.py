@@ -27,6 +27,21 @@ needs_gemma = pytest.mark.skipif(
 )
 
 
+# One tool in the OpenAI function shape, as servers are sent it (driver tests).
+READ_FILE = {
+    "type": "function",
+    "function": {
+        "name": "read_file",
+        "description": "Read a file in the workspace.",
+        "parameters": {
+            "type": "object",
+            "properties": {"path": {"type": "string"}},
+            "required": ["path"],
+        },
+    },
+}
+
+
 def tool_call(name: str, **arguments: object) -> str:
     return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
 

@@ -32,6 +32,7 @@ from agent.history import (
 )
 from agent.protocol.dialect import chat_messages
 from drivers.base import ChatChunk, DriverError, RawCall, Request, collect
+from tests.helpers import READ_FILE
 from tests.openai_servers import (
     Reply,
     Stub,
@@ -50,18 +51,6 @@ SHOW = {  # docs/api.md, "Show Model Information", trimmed
     "details": {"format": "gguf", "family": "qwen3", "parameter_size": "8.2B"},
     "model_info": {"general.architecture": "qwen3", "qwen3.context_length": 40960},
     "capabilities": ["completion", "tools", "thinking"],
-}
-READ_FILE = {
-    "type": "function",
-    "function": {
-        "name": "read_file",
-        "description": "Read a file in the workspace.",
-        "parameters": {
-            "type": "object",
-            "properties": {"path": {"type": "string"}},
-            "required": ["path"],
-        },
-    },
 }
 
 

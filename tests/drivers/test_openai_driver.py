@@ -26,6 +26,7 @@ from agent.loop.turn import decode_call
 from agent.protocol.dialect import chat_messages
 from drivers.base import ChatChunk, DriverError, RawCall, Request, UsageError, collect
 from drivers.openai_http import open_openai, parse_spec
+from tests.helpers import READ_FILE
 from tests.openai_servers import (
     MODEL_ALIAS,
     Reply,
@@ -38,19 +39,6 @@ from tests.openai_servers import (
 )
 
 pytest.importorskip("openai")
-
-READ_FILE = {
-    "type": "function",
-    "function": {
-        "name": "read_file",
-        "description": "Read a file in the workspace.",
-        "parameters": {
-            "type": "object",
-            "properties": {"path": {"type": "string"}},
-            "required": ["path"],
-        },
-    },
-}
 
 
 @pytest.fixture(scope="module")
