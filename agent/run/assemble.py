@@ -30,7 +30,7 @@ from agent.run.hooks import AskHooks, trusted_hooks
 from agent.run.settings import Settings
 from agent.run.system_prompt import system_message
 from agent.session import SessionLog, bosun_home
-from agent.tools import KNOWN, ToolRegistry, default_registry
+from agent.tools import KNOWN, Tool, ToolRegistry, default_registry
 from agent.tools.hooks import Hooks, HookSpec
 from agent.tools.orchestrator import Gate
 from agent.tools.permissions import Approver
@@ -234,13 +234,15 @@ class Assembly:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def tools(self, settings: Settings | None = None) -> ToolRegistry:
+    def tools(self, settings: Settings | None = None, extra: Sequence[Tool] = ()) -> ToolRegistry:
         """bosun's tools and the hub's, a registry of its own for each agent: the
-        model's own set (its profile's changes) with the user's changes on top."""
+        model's own set (its profile's changes) with the user's changes on top; `extra`:
+        an agent's own MCP servers' tools (an ACP client's)."""
         settings = settings or self.settings
         with_skills = ("+skill",) if find_skills(settings.workspace) else ()
         changes = (*self.profile.tool_changes, *with_skills, *settings.tools)
-        return default_registry(self.hub.tools() if self.hub is not None else (), changes)
+        shared = self.hub.tools() if self.hub is not None else ()
+        return default_registry((*shared, *extra), changes)
 
     def agent(
         self,
@@ -252,12 +254,14 @@ class Assembly:
         trace: Trace | None = None,
         cancel: Cancel | None = None,
         driver: Driver | None = None,
+        extra_tools: Sequence[Tool] = (),
     ) -> Agent:
         """An Agent on this model (or on `driver`, a batch task's copy of it) under
         `settings` (a task's own); `on_message` sees every message added (a session
-        file), `cancel` is shared where one Ctrl-C stops several agents (a batch)."""
+        file), `cancel` is shared where one Ctrl-C stops several agents (a batch);
+        `extra_tools`: its own MCP servers' (see `tools`)."""
         settings = settings or self.settings
-        tools = self.tools(settings)
+        tools = self.tools(settings, extra_tools)
         return Agent(
             seat=seat_for(driver or self.driver, self.profile, tools, settings),
             tools=tools,

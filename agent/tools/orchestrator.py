@@ -18,7 +18,7 @@ from agent.history import ToolCall, ToolResult
 from agent.tools.checkpoints import Checkpoints
 from agent.tools.patch import routed
 from agent.tools.permissions import DECLINED, Approver, policy_refused, refusal
-from agent.tools.registry import ToolContext, ToolRegistry
+from agent.tools.registry import Editor, ToolContext, ToolRegistry
 
 if TYPE_CHECKING:
     from agent.tools.hooks import Hooks, Verdict
@@ -51,6 +51,7 @@ class Gate:
     sandbox: SandboxPolicy | None = None  # bash in bubblewrap; None: as the user
     always: set[str] | None = None
     hooks: Hooks | None = None  # the session's hooks (PreToolUse, PostToolUse, …)
+    editor: Editor | None = None  # file text through an editor's buffers (ACP)
 
     def __post_init__(self) -> None:
         if self.always is None:
@@ -84,7 +85,7 @@ def run_call(
         if tool is not None:
             assert gate.always is not None
             sandboxed = gate.sandbox is not None
-            ctx = ToolContext(workspace, gate.sandbox)
+            ctx = ToolContext(workspace, gate.sandbox, gate.editor)
             refused = refusal(
                 gate.approve,
                 gate.approver,
@@ -110,7 +111,7 @@ def run_call(
             recording.enter_context(checkpoints.recording(path))  # before, and after
     try:
         with recording, running():
-            result = tools.execute(call, ToolContext(workspace, gate.sandbox))
+            result = tools.execute(call, ToolContext(workspace, gate.sandbox, gate.editor))
     except KeyboardInterrupt:  # the shell tool has killed its command by now
         return Outcome(ToolResult(call.id, STOPPED_CALL, True), ran=True, interrupted=True)
     if hooks is not None and before is not None:
