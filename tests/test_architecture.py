@@ -210,6 +210,7 @@ FACES = {
     "headless": ("agent.run.headless",),
     "batch": ("agent.run.batch", "agent.run.tasks_file"),
     "chat": ("agent.run.chat", "agent.ui"),
+    "acp": ("agent.run.acp",),
 }
 
 

@@ -229,8 +229,8 @@ def planned_change(ctx: ToolContext, name: str, arguments: dict[str, object]) ->
         if name == "write_file":
             return _plan_write(ctx, str(arguments["path"]), str(arguments["content"]))
         if name == "edit_file":
-            old, new = str(arguments["old"]), str(arguments["new"])
-            return _plan_edit(ctx, str(arguments["path"]), old, new, arguments.get("replace_all") is True)
+            path, old, new = (str(arguments[k]) for k in ("path", "old", "new"))
+            return _plan_edit(ctx, path, old, new, arguments.get("replace_all") is True)
     except (KeyError, ToolError, OSError):
         return None
     return None

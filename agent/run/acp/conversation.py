@@ -56,8 +56,6 @@ def server_specs(servers: Sequence[Any] | None) -> list[ServerSpec]:
                 "args": list(server.args),
                 "env": {e.name: e.value for e in server.env},
             }
-            if server.cwd:
-                table["cwd"] = server.cwd
         elif isinstance(server, s.HttpMcpServer) and not server.headers:
             table = {"url": server.url}
         else:

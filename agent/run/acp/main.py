@@ -18,7 +18,8 @@ async def main(settings: Settings) -> int:
     except (OSError, ValueError) as exc:  # stdin a regular file, say
         raise UsageError(f"bosun acp talks JSON-RPC over pipes: {exc}") from None
     agent = BosunAgent(settings)
-    conn = AgentSideConnection(agent, lines, listening=False)
+    # The SDK answers "method not found" for what BosunAgent leaves out (fork, list, …)
+    conn = AgentSideConnection(agent, lines, listening=False)  # type: ignore[arg-type]
     try:
         await conn.listen()
     finally:

@@ -29,7 +29,15 @@ from acp.helpers import (
 
 from agent import events as ev
 from agent.errors import ToolError
-from agent.history import Assistant, AssistantToolUse, Message, Reasoning, ToolCall, ToolResult, User
+from agent.history import (
+    Assistant,
+    AssistantToolUse,
+    Message,
+    Reasoning,
+    ToolCall,
+    ToolResult,
+    User,
+)
 from agent.tools import ToolContext, ToolRegistry
 from agent.tools.confine import resolve_in_workspace
 from agent.tools.edit import planned_change
@@ -103,12 +111,13 @@ def diff_of(call: ToolCall, ctx: ToolContext) -> list[Any]:
 
 
 def started(call: ToolCall, tools: ToolRegistry, ctx: ToolContext) -> Update:
+    shown = diff_of(call, ctx)  # the edit, before it is made
     return start_tool_call(
         call.id,
         title_of(call),
         kind=kind_of(call, tools),  # type: ignore[arg-type]
         status="pending",
-        content=diff_of(call, ctx) or None,
+        content=shown or None,
         locations=locations_of(call, tools, ctx.workspace) or None,
         raw_input=call.arguments,
     )
@@ -163,9 +172,7 @@ def of_event(event: ev.AgentEvent) -> Update | None:
     return None
 
 
-def replay(
-    messages: Iterable[Message], tools: ToolRegistry, ctx: ToolContext
-) -> list[Update]:
+def replay(messages: Iterable[Message], tools: ToolRegistry, ctx: ToolContext) -> list[Update]:
     """A stored conversation as the updates that showed it (`session/load`). Diffs are
     not replayed: the files have changed since, so a diff worked out now would lie."""
     updates: list[Update] = []
