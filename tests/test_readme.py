@@ -87,6 +87,9 @@ class Case:
     terminal: bool = False  # `bosun chat …`: in tmux
 
 
+ACP_INIT = json.dumps(
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}
+)
 SMALL_CONTRACT = str(REPO / "contracts" / "special-tokens-v1.yaml")
 
 CASES: dict[str, tuple[Case, ...]] = {
@@ -141,6 +144,7 @@ CASES: dict[str, tuple[Case, ...]] = {
     ),
     "bosun config": (Case(("config",), shows="approve"),),
     "bosun mcp list": (Case(("mcp", "list"), shows="no MCP servers"),),
+    "bosun acp": (Case(("acp",), stdin=ACP_INIT, shows='"loadSession":true'),),
     "bosun contracts check --mutate": (
         Case(("contracts", "check", "--mutate", SMALL_CONTRACT), shows="mutant(s) killed"),
     ),

@@ -18,6 +18,7 @@ async def main(settings: Settings) -> int:
     except (OSError, ValueError) as exc:  # stdin a regular file, say
         raise UsageError(f"bosun acp talks JSON-RPC over pipes: {exc}") from None
     agent = BosunAgent(settings)
+    lines.at_end = agent.stop_turns
     # The SDK answers "method not found" for what BosunAgent leaves out (fork, list, …)
     conn = AgentSideConnection(agent, lines, listening=False)  # type: ignore[arg-type]
     try:

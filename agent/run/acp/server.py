@@ -219,6 +219,11 @@ class BosunAgent:
         if conversation is not None:
             conversation.agent.cancel.set()
 
+    def stop_turns(self) -> None:
+        """The editor is gone: every turn in flight is cancelled, so it can answer."""
+        for conversation in self.conversations.values():
+            conversation.agent.cancel.set()
+
     async def close(self) -> None:
         for conversation in list(self.conversations.values()):
             await conversation.close()

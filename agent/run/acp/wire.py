@@ -16,9 +16,11 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 MAX_LINE = 50 * 1024 * 1024  # as the SDK allows: a prompt may carry whole files
+END_WAIT_S = 30.0  # at the end of input, how long requests in flight may take to answer
 PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 
 
@@ -53,23 +55,45 @@ def problem(message: Any) -> tuple[str, Any] | None:
 
 
 class Lines:
-    """The SDK's `Transport`: one JSON object per line each way, each line checked."""
+    """The SDK's `Transport`: one JSON object per line each way, each line checked.
+
+    At the end of input, every request already read is still answered (a client may
+    write its requests and close stdin): `at_end` runs first (it cancels the turns in
+    flight), then the end is reported once the answers are out, or after END_WAIT_S."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._reader = reader
         self._writer = writer
         self._lock = asyncio.Lock()
+        self._unanswered: set[Any] = set()
+        self._answered = asyncio.Event()
+        self.at_end: Callable[[], None] = lambda: None
 
     async def send(self, message: dict[str, Any]) -> None:
         data = (json.dumps(message, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
         self._writer.write(data)  # at once, so messages leave in the order they were sent
+        if "method" not in message and message.get("id") in self._unanswered:
+            self._unanswered.discard(message["id"])
+            self._answered.set()
         async with self._lock:
             await self._writer.drain()
+
+    async def _answers_out(self) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + END_WAIT_S
+        while self._unanswered and loop.time() < deadline:
+            self._answered.clear()
+            try:
+                await asyncio.wait_for(self._answered.wait(), deadline - loop.time())
+            except TimeoutError:
+                break
 
     async def receive(self) -> dict[str, Any] | None:
         while True:
             line = await self._line()
             if line is None:
+                self.at_end()
+                await self._answers_out()
                 return None
             if not line.strip():
                 continue
@@ -80,6 +104,8 @@ class Lines:
                 continue
             why = problem(message)
             if why is None:
+                if "method" in message and message.get("id") is not None:
+                    self._unanswered.add(message["id"])
                 return message
             response = isinstance(message, dict) and "method" not in message
             if not (response and ("result" in message or "error" in message)):
@@ -106,15 +132,53 @@ class Lines:
         self._writer.close()
 
 
+class FileWriter:
+    """stdout that is a file, not a pipe (`bosun acp > log`): plain blocking writes."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
+
+    async def drain(self) -> None:
+        return None
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def _feed(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader, fd: int) -> None:
+    """stdin that is a file, not a pipe: read in a thread, handed to the loop."""
+    try:
+        while data := os.read(fd, 65536):
+            loop.call_soon_threadsafe(reader.feed_data, data)
+    finally:
+        loop.call_soon_threadsafe(reader.feed_eof)
+
+
 async def stdio() -> Lines:
     """Lines over stdin and a private copy of stdout (see the module's docstring)."""
+    import threading
+
     loop = asyncio.get_running_loop()
-    out = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
+    out_fd = os.dup(sys.stdout.fileno())
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     reader = asyncio.StreamReader(limit=MAX_LINE)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, out)
-    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    try:
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    except ValueError:  # a regular file
+        args = (loop, reader, sys.stdin.fileno())
+        threading.Thread(target=_feed, args=args, daemon=True).start()
+    writer: Any
+    try:
+        out = os.fdopen(out_fd, "wb", buffering=0)
+        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, out)
+        writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    except ValueError:  # a regular file
+        writer = FileWriter(os.dup(out_fd))
     return Lines(reader, writer)
 
 

@@ -62,24 +62,16 @@ def test_a_model_that_cannot_open_is_an_error_answer(tmp_path: Path, workspace: 
         "method": "session/new",
         "params": {"cwd": str(workspace), "mcpServers": []},
     }
-    proc = subprocess.Popen(
+    # stdin ends right after the request: its answer is still owed, and given
+    proc = subprocess.run(
         [sys.executable, "-m", "agent", "acp", "--model", f"scripted:{tmp_path / 'none.jsonl'}"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        input=json.dumps(INIT) + "\n" + json.dumps(new) + "\n",
+        capture_output=True,
         text=True,
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=60,
     )
-    assert proc.stdin is not None and proc.stdout is not None
-    try:
-        for message in (INIT, new):  # stdin stays open until the answer, as an editor's
-            proc.stdin.write(json.dumps(message) + "\n")
-            proc.stdin.flush()
-            reply = json.loads(proc.stdout.readline())
-        _, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
-    assert proc.returncode == 0 and "Traceback" not in err
-    assert reply["id"] == 2
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr
+    (reply,) = [json.loads(x) for x in proc.stdout.splitlines() if '"id":2' in x]
     assert "scripted model file not found" in reply["error"]["data"]["details"]
