@@ -25,6 +25,7 @@ from agent.run.assemble import Assembly, recording, seat_for, session_event, sta
 from agent.run.hooks import AskHooks
 from agent.run.settings import Settings
 from agent.session import (
+    LOST_CALL,
     SessionLog,
     StoredSession,
     load_session,
@@ -37,11 +38,6 @@ from agent.tools.permissions import Approver, decision
 from agent.tools.plan import plan_from_record
 from agent.transcript import fence
 from drivers.base import Driver, Usage
-
-LOST_CALL = (
-    "Error: bosun stopped before this call finished; its effect is unknown,"
-    " so check before repeating it"
-)
 
 
 @dataclass

@@ -29,14 +29,10 @@ from agent.run.acp.outbox import Outbox
 from agent.run.acp.permissions import editor_approver
 from agent.run.acp.updates import finished, of_event, started
 from agent.run.assemble import Assembly, recording, start_session
-from agent.session import SessionLog, StoredSession, unanswered_calls
+from agent.session import LOST_CALL, SessionLog, StoredSession, unanswered_calls
 from agent.tools import KNOWN, ToolContext
 from agent.tools.checkpoints import Checkpoints
 
-LOST_CALL = (
-    "Error: bosun stopped before this call finished; its effect is unknown,"
-    " so check before repeating it"
-)
 FROM_EDITOR = "the editor (ACP)"
 
 
