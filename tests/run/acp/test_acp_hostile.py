@@ -75,3 +75,42 @@ def test_a_model_that_cannot_open_is_an_error_answer(tmp_path: Path, workspace: 
     assert proc.returncode == 0 and "Traceback" not in proc.stderr
     (reply,) = [json.loads(x) for x in proc.stdout.splitlines() if '"id":2' in x]
     assert "scripted model file not found" in reply["error"]["data"]["details"]
+
+
+def test_an_editor_that_leaves_mid_turn_gets_the_turn_cancelled(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """stdin closes while a 10-second answer streams: the turn is cancelled, answered,
+    and the process exits at once instead of talking to nobody."""
+    script = tmp_path / "slow.jsonl"
+    script.write_text(json.dumps({"chunks": ["word "] * 200, "delay_ms": 50}) + "\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agent", "acp", "--model", f"scripted:{script}"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    new = {"cwd": str(workspace), "mcpServers": []}
+    try:
+        for message in (INIT, {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": new}):
+            proc.stdin.write(json.dumps(message) + "\n")
+            proc.stdin.flush()
+            reply = json.loads(proc.stdout.readline())
+        session = reply["result"]["sessionId"]
+        prompt = {"sessionId": session, "prompt": [{"type": "text", "text": "talk"}]}
+        proc.stdin.write(
+            json.dumps({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": prompt})
+            + "\n"
+        )
+        proc.stdin.flush()
+        assert '"agent_message_chunk"' in proc.stdout.readline()  # it is streaming
+        out, err = proc.communicate(timeout=8)  # stdin closes here
+    finally:
+        proc.kill()
+    assert proc.returncode == 0 and "Traceback" not in err
+    (answer,) = [json.loads(x) for x in out.splitlines() if '"id":3' in x]
+    assert answer["result"]["stopReason"] == "cancelled"
