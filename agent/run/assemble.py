@@ -294,6 +294,10 @@ class Assembly:
         self.driver, self.profile = driver, profile
         self.settings = settings.but(model=model)
 
+    def release(self, session_id: str) -> None:
+        """A face that keeps this assembly open is done with session `session_id` (a
+        batch task, a served run): what was kept for it is let go now."""
+
     def close(self) -> None:
         try:
             self.driver.close()
