@@ -17,6 +17,7 @@ from agent.cli.common import (
     fail,
     mcp_servers,
     table,
+    telemetry_settings,
 )
 
 cache_app = typer.Typer(
@@ -180,6 +181,7 @@ def mcp_serve(
         mcp_servers=mcp_servers(root),
         hooks=config_hooks(root),
         max_turns=max_turns,
+        **telemetry_settings(root),
     )
     from agent.run.mcp_serve import serve
 

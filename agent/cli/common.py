@@ -160,6 +160,16 @@ def config_hooks(workspace: Path | None) -> tuple[Any, ...]:
     return load_config(root if root.is_dir() else None).hooks
 
 
+def telemetry_settings(workspace: Path | None) -> dict[str, bool]:
+    """`otel` and `otel_content` from the config files, as keyword arguments of
+    `Settings` (the OTEL_* variables are read where telemetry starts)."""
+    from agent.run.config import load_config
+
+    root = workspace if workspace is not None else Path.cwd()
+    config = load_config(root if root.is_dir() else None)
+    return {"otel": config.otel, "otel_content": config.otel_content}
+
+
 def table(rows: list[dict[str, str]], columns: list[str]) -> None:
     """A rich table on a terminal; tab-separated lines (with a header) in a pipe."""
     if not sys.stdout.isatty():
