@@ -178,9 +178,8 @@ def test_unreachable_collector_costs_one_warning_and_no_time(
     )
     took = time.monotonic() - started
     assert base.returncode == 0 and proc.returncode == 0, proc.stderr
-    warnings = [line for line in proc.stderr.splitlines() if "OpenTelemetry" in line]
-    assert len(warnings) == 1, proc.stderr
-    assert "Traceback" not in proc.stderr
+    [warning] = proc.stderr.splitlines()  # one line, and nothing of the SDK's own logs
+    assert warning.startswith("bosun: OpenTelemetry: cannot send spans to http://127.0.0.1:")
     assert took < baseline + 4.0, (took, baseline)  # the export timeout is 3 s at most
 
 
