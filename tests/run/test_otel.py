@@ -19,6 +19,7 @@ from tests.run.otlp_receiver import Received, otlp_receiver
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "What does notes.txt say? SECRET-PROMPT-7"
+CONTENT_VARIABLE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 
 
 def run(
@@ -135,6 +136,26 @@ def test_contents_only_when_asked(workspace: Path, script: Path) -> None:
     assert request.resource["service.name"] == "my-bosun"
 
 
+def test_what_turns_it_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent.run.settings import Settings
+    from agent.run.telemetry import content_on, telemetry_on
+
+    for name in [k for k in os.environ if k.startswith("OTEL_")]:
+        monkeypatch.delenv(name)
+    assert not telemetry_on(Settings()) and not content_on(Settings())
+    assert telemetry_on(Settings(otel=True))  # `otel = true` alone: the OTLP default endpoint
+    assert content_on(Settings(otel_content=True))
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://127.0.0.1:9/v1/traces")
+    assert telemetry_on(Settings())
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")
+    assert not telemetry_on(Settings(otel=True))
+    monkeypatch.delenv("OTEL_TRACES_EXPORTER")
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+    assert not telemetry_on(Settings(otel=True))
+    monkeypatch.setenv(CONTENT_VARIABLE, "true")
+    assert content_on(Settings())
+
+
 def test_config_turns_it_on_and_sdk_disabled_turns_it_off(
     workspace: Path, script: Path, bosun_home: Path, script_file: Callable[..., Path]
 ) -> None:
@@ -183,8 +204,13 @@ def test_unreachable_collector_costs_one_warning_and_no_time(
     assert took < baseline + 4.0, (took, baseline)  # the export timeout is 3 s at most
 
 
+@pytest.mark.parametrize(
+    "env",
+    [{}, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_SDK_DISABLED": "true"}],
+    ids=["unset", "sdk-disabled"],
+)
 def test_a_run_without_otel_imports_no_opentelemetry(
-    workspace: Path, script_file: Callable[..., Path]
+    workspace: Path, script_file: Callable[..., Path], env: dict[str, str]
 ) -> None:
     script = script_file("done.")
     code = (
@@ -204,7 +230,7 @@ def test_a_run_without_otel_imports_no_opentelemetry(
         capture_output=True,
         text=True,
         cwd=ROOT,
-        env=clean,
+        env={**clean, **env},
         timeout=120,
     )
     assert out.stdout.splitlines()[-1] == "RESULT 0 []", out.stdout + out.stderr
