@@ -24,6 +24,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
+from agent.errors import HarnessError
 from agent.loop.cancel import Cancel
 from agent.run.assemble import Assembly
 from agent.run.serve_runs import Outcome, RefusedCall, Runs
@@ -84,7 +85,7 @@ def build_server(runs: Runs) -> MCPServer:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(finished.wait, STOP_WAIT_S)
             raise
-        except RefusedCall as exc:
+        except (RefusedCall, HarnessError) as exc:  # a HarnessError: sessions unwritable, …
             raise ToolError(str(exc)) from None
         return RunResult(**vars(outcome))
 

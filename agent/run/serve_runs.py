@@ -97,6 +97,7 @@ class Runs:
         self.base = base
         self._open = open_assembly
         self._seats: dict[str, _Seat] = {}
+        self._running: set[str] = set()  # sessions a run is writing now
         self._lock = threading.Lock()
 
     def settings_for(
@@ -125,16 +126,20 @@ class Runs:
             if not isinstance(model, str) or not model.strip() or len(model) > 4096:
                 raise RefusedCall("model must be a model name, path or openai:URL#NAME")
             changes["model"] = model.strip()
+            if changes["model"] != self.base.model:  # the caller's: a server it names
+                changes["workspace_model"] = changes["model"]  # never gets the user's key
         return self.base.but(**changes)
 
-    def _seat(self, model: str) -> _Seat:
+    def _seat(self, settings: Settings) -> _Seat:
         """The model's assembly, opened once (under the lock: two first calls on one
         model must not load it twice)."""
+        model = settings.model
         with self._lock:
             seat = self._seats.get(model)
             if seat is None:
                 try:
-                    assembly = self._open(self.base.but(model=model))
+                    chosen = self.base.but(model=model, workspace_model=settings.workspace_model)
+                    assembly = self._open(chosen)
                 except HarnessError as exc:
                     raise RefusedCall(f"cannot open model {model}: {exc}") from None
                 slots = max(1, assembly.driver.info.max_concurrency)
@@ -158,7 +163,22 @@ class Runs:
                 settings = settings.but(workspace=check_workspace(Path(stored.workspace)))
             except UsageError as exc:
                 raise RefusedCall(f"session {stored.id}: {exc}") from None
-        seat = self._seat(settings.model)
+        if stored is not None:
+            with self._lock:
+                if stored.id in self._running:  # two runs appending to one file
+                    raise RefusedCall(f"session {stored.id} is running; wait for its result")
+                self._running.add(stored.id)
+        try:
+            return self._take_turn(settings, prompt, cancel, progress, stored)
+        finally:
+            if stored is not None:
+                with self._lock:
+                    self._running.discard(stored.id)
+
+    def _take_turn(
+        self, settings: Settings, prompt: str, cancel: Cancel, progress: Progress, stored: Any
+    ) -> Outcome:
+        seat = self._seat(settings)
         if not seat.slots.acquire(blocking=False):
             progress(f"queued: another run is using {settings.model}")
             while not seat.slots.acquire(timeout=0.1):
@@ -191,10 +211,15 @@ class Runs:
         progress: Progress,
         stored: Any,
     ) -> Outcome:
-        log = SessionLog(
-            stored.id if stored is not None else new_session_id(),
-            stored.path.parent if stored is not None else None,
-        )
+        session_id = stored.id if stored is not None else new_session_id()
+        with self._lock:  # before its file exists: a continue of it waits for the result
+            self._running.add(session_id)
+        try:
+            log = SessionLog(session_id, stored.path.parent if stored is not None else None)
+        except BaseException:
+            with self._lock:
+                self._running.discard(session_id)
+            raise
         try:
             agent = assembly.agent(
                 recording(lambda: log, reporter(progress)),
@@ -221,6 +246,8 @@ class Runs:
         finally:
             assembly.release(log.id)
             log.close()
+            with self._lock:
+                self._running.discard(log.id)
 
     def close(self) -> None:
         with self._lock:

@@ -185,3 +185,47 @@ def test_hostile_arguments_are_tool_errors(
     bad, good = anyio.run(go)
     assert says in bad and "Traceback" not in bad
     assert good["final_text"] == "still here"
+
+
+def test_a_running_session_cannot_be_continued(
+    workspace: Path, script_file: Callable[..., Path]
+) -> None:
+    script = script_file({"chunks": ["slow ", "answer"], "delay_ms": 800}, "next")
+    sessions = Path(os.environ["BOSUN_HOME"]) / "sessions"
+
+    async def go() -> tuple[str, dict[str, Any]]:
+        first: dict[str, Any] = {}
+        async with serving(script) as client:
+
+            async def slow() -> None:
+                got = await client.call_tool(
+                    "run_task", {"prompt": "a", "workspace": str(workspace)}
+                )
+                first.update(structured(got))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(slow)
+                while not list(sessions.glob("*.jsonl")):
+                    await anyio.sleep(0.05)
+                [running] = [p.stem for p in sessions.glob("*.jsonl")]
+                refused = error_text(
+                    await client.call_tool(
+                        "continue_session", {"session_id": running, "prompt": "b"}
+                    )
+                )
+        return refused, first
+
+    refused, first = anyio.run(go)
+    assert "is running" in refused
+    assert first["final_text"] == "slow answer"
+
+
+def test_a_model_the_caller_names_never_gets_the_users_key(tmp_path: Path) -> None:
+    from agent.run.serve_runs import Runs
+    from agent.run.settings import Settings
+
+    runs = Runs(Settings(model="smollm2-135m", approve="auto-edit"), lambda s: None)  # type: ignore[arg-type, return-value]
+    theirs = runs.settings_for(str(tmp_path), None, "openai:http://203.0.113.9/v1#m")
+    assert theirs.workspace_model == theirs.model  # opened keyless (agent.run.assemble)
+    mine = runs.settings_for(str(tmp_path), None, "smollm2-135m")
+    assert mine.workspace_model is None
