@@ -234,3 +234,58 @@ def test_a_run_without_otel_imports_no_opentelemetry(
         timeout=120,
     )
     assert out.stdout.splitlines()[-1] == "RESULT 0 []", out.stdout + out.stderr
+
+
+def test_every_face_sends_spans_batch_and_mcp_serve(
+    workspace: Path, script_file: Callable[..., Path], tmp_path: Path
+) -> None:
+    """A batch's tasks and a served run go through the same assembly: each session
+    is its own trace, and each goes out when its task or call is done."""
+    import anyio
+
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(
+        "".join(json.dumps({"id": f"t{i}", "prompt": f"task {i}"}) + "\n" for i in range(2))
+    )
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    with otlp_receiver() as receiver:
+        env = {**clean, "PYTHONPATH": str(ROOT), "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
+        batch = subprocess.run(
+            [sys.executable, "-m", "agent", "run", "--tasks", str(tasks), "--model",
+             f"scripted:{script_file('done.')}", "--workspace", str(workspace)],
+            capture_output=True, text=True, cwd=ROOT, env=env, timeout=120,
+        )  # fmt: skip
+        assert batch.returncode == 0, batch.stderr
+        sessions = receiver.by_name("bosun.session")
+        requests = receiver.by_name("invoke_agent")
+        assert len(sessions) == 2 and len({s.trace_id for s in sessions}) == 2
+        assert sorted(r.parent_id for r in requests) == sorted(s.span_id for s in sessions)
+        before = len(receiver.spans)
+
+        async def serve() -> None:
+            from mcp import Client, StdioServerParameters
+            from mcp.client.stdio import stdio_client
+
+            script = script_file("served.")
+            params = StdioServerParameters(
+                command=sys.executable,
+                args=["-m", "agent", "mcp", "serve", "--model", f"scripted:{script}"],
+                env=env,
+                cwd=ROOT,
+            )
+            async with Client(stdio_client(params)) as client:
+                got = await client.call_tool(
+                    "run_task", {"prompt": "hi", "workspace": str(workspace)}
+                )
+                assert not got.is_error, got.content
+                # released when the call is done: the session span goes out while the
+                # server still runs
+                with anyio.fail_after(10):
+                    while not receiver.by_name("bosun.session")[2:]:
+                        await anyio.sleep(0.1)
+
+        anyio.run(serve)
+        served = receiver.spans[before:]
+        [session] = [s for s in served if s.name == "bosun.session"]
+        [request] = [s for s in served if s.name.startswith("invoke_agent")]
+        assert request.parent_id == session.span_id
