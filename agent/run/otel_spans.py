@@ -267,11 +267,13 @@ class _Stream:
         if self.content and self.said:
             attributes["gen_ai.output.messages"] = _messages("assistant", "".join(self.said))
         self.said = []
+        # a backend's own `ms` may start after bosun's clock for the first chunk did
+        start = end - max(event.ms, event.ttft_ms or 0) * 1_000_000
         span = self.tracer.start_span(
             f"chat {model}",
-            context=self._under(self.open_request(end - event.ms * 1_000_000)),
+            context=self._under(self.open_request(start)),
             kind=SpanKind.CLIENT,
-            start_time=end - event.ms * 1_000_000,
+            start_time=start,
             attributes=attributes,
         )
         if event.finish_reason == "interrupted":

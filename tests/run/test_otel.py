@@ -289,3 +289,47 @@ def test_every_face_sends_spans_batch_and_mcp_serve(
         [session] = [s for s in served if s.name == "bosun.session"]
         [request] = [s for s in served if s.name.startswith("invoke_agent")]
         assert request.parent_id == session.span_id
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_the_bundled_model_served_over_mcp_with_spans(workspace: Path) -> None:
+    """The real path end to end: `bosun mcp serve` on the bundled model (llama.cpp in
+    process, CPU), a task through the SDK's client, its spans over OTLP/HTTP with the
+    model's real token counts and time to first token."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    with otlp_receiver() as receiver:
+        env = {**clean, "PYTHONPATH": str(ROOT), "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
+
+        async def go() -> dict[str, object]:
+            params = StdioServerParameters(
+                command=sys.executable,
+                args=["-m", "agent", "mcp", "serve", "--model", "smollm2-135m", "--max-turns", "3"],
+                env=env,
+                cwd=ROOT,
+            )
+            async with Client(stdio_client(params)) as client:
+                got = await client.call_tool(
+                    "run_task",
+                    {"prompt": "Read the file notes.txt and say what it says.",
+                     "workspace": str(workspace), "approve": "read-only"},
+                )  # fmt: skip
+                assert not got.is_error, got.content
+                assert got.structured_content is not None
+                return dict(got.structured_content)
+
+        result = anyio.run(go)
+    assert result["status"] in ("done", "max_turns", "stuck", "refused"), result
+    assert result["turns"] >= 1 and result["session_id"]
+    chats = receiver.by_name("chat ")
+    assert chats, [s.name for s in receiver.spans]
+    first = chats[0].attributes
+    assert first["gen_ai.request.model"] == "smollm2-135m"
+    assert first["gen_ai.usage.input_tokens"] > 100  # the real prompt, real tokenizer
+    assert first["gen_ai.response.finish_reasons"][0] in ("stop", "length")
+    ttft_ns = first["gen_ai.response.time_to_first_chunk"] * 1e9
+    assert 0 < ttft_ns <= chats[0].end - chats[0].start
