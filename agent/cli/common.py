@@ -230,7 +230,8 @@ def check_settings(
     auto_test: bool | None,
 ) -> dict[str, Any]:
     """The lint/test loop's settings (agent.loop.checks): the config files' with the
-    flags on top, as keyword arguments of `Settings`."""
+    flags on top, as keyword arguments of `Settings`; telemetry's too (no flags), so
+    the files are read once more, not twice."""
     from agent.run.config import resolve
     from agent.tools.checks import lint_flags
 
@@ -242,5 +243,14 @@ def check_settings(
         auto_lint=auto_lint,
         auto_test=auto_test,
     )
-    names = ("lint_cmd", "test_cmd", "auto_lint", "auto_test", "test_rounds", "test_timeout")
+    names = (
+        "lint_cmd",
+        "test_cmd",
+        "auto_lint",
+        "auto_test",
+        "test_rounds",
+        "test_timeout",
+        "otel",
+        "otel_content",
+    )
     return {name: getattr(config, name) for name in names}

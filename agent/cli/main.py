@@ -34,7 +34,6 @@ from agent.cli.common import (
     config_tools,
     fail,
     mcp_servers,
-    telemetry_settings,
     tool_changes,
 )
 
@@ -242,7 +241,6 @@ def run(
         allow_workspace_mcp=allow_workspace_mcp,
         hooks=config_hooks(workspace),
         allow_workspace_hooks=allow_workspace_hooks,
-        **telemetry_settings(workspace),
         tools=changes,
         max_turns=max_turns,
         trace=trace,
