@@ -102,6 +102,11 @@ class Exporter:
         resource = Resource.create({**given, "service.version": __version__})
         self.provider = TracerProvider(resource=resource)
         where = _endpoint()
+        protocol = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get(
+            "OTEL_EXPORTER_OTLP_PROTOCOL", ""
+        )
+        if protocol.strip() not in ("", "http/protobuf"):
+            report(f"OpenTelemetry: OTLP over {protocol} is not supported; sending http/protobuf")
         exporter = OTLPSpanExporter(endpoint=where, timeout=self.timeout)
         self.provider.add_span_processor(
             BatchSpanProcessor(
