@@ -210,6 +210,7 @@ FACES = {
     "headless": ("agent.run.headless",),
     "batch": ("agent.run.batch", "agent.run.tasks_file"),
     "chat": ("agent.run.chat", "agent.ui"),
+    "mcp serve": ("agent.run.mcp_serve", "agent.run.serve_runs"),
 }
 
 
