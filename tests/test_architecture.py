@@ -211,6 +211,7 @@ FACES = {
     "batch": ("agent.run.batch", "agent.run.tasks_file"),
     "chat": ("agent.run.chat", "agent.ui"),
     "acp": ("agent.run.acp",),
+    "mcp serve": ("agent.run.mcp_serve", "agent.run.serve_runs"),
 }
 
 

@@ -145,6 +145,9 @@ CASES: dict[str, tuple[Case, ...]] = {
     "bosun config": (Case(("config",), shows="approve"),),
     "bosun mcp list": (Case(("mcp", "list"), shows="no MCP servers"),),
     "bosun acp": (Case(("acp",), stdin=ACP_INIT, shows='"loadSession":true'),),
+    # stdin ends at once: the server starts, sees its client gone and exits 0
+    # (tests/mcp/test_serve.py drives it with the SDK's client)
+    "bosun mcp serve": (Case(("mcp", "serve")),),
     "bosun contracts check --mutate": (
         Case(("contracts", "check", "--mutate", SMALL_CONTRACT), shows="mutant(s) killed"),
     ),

@@ -160,6 +160,16 @@ def config_hooks(workspace: Path | None) -> tuple[Any, ...]:
     return load_config(root if root.is_dir() else None).hooks
 
 
+def telemetry_settings(workspace: Path | None) -> dict[str, bool]:
+    """`otel` and `otel_content` from the config files, as keyword arguments of
+    `Settings` (the OTEL_* variables are read where telemetry starts)."""
+    from agent.run.config import load_config
+
+    root = workspace if workspace is not None else Path.cwd()
+    config = load_config(root if root.is_dir() else None)
+    return {"otel": config.otel, "otel_content": config.otel_content}
+
+
 def table(rows: list[dict[str, str]], columns: list[str]) -> None:
     """A rich table on a terminal; tab-separated lines (with a header) in a pipe."""
     if not sys.stdout.isatty():
@@ -220,7 +230,8 @@ def check_settings(
     auto_test: bool | None,
 ) -> dict[str, Any]:
     """The lint/test loop's settings (agent.loop.checks): the config files' with the
-    flags on top, as keyword arguments of `Settings`."""
+    flags on top, as keyword arguments of `Settings`; telemetry's too (no flags), so
+    the files are read once more, not twice."""
     from agent.run.config import resolve
     from agent.tools.checks import lint_flags
 
@@ -232,5 +243,14 @@ def check_settings(
         auto_lint=auto_lint,
         auto_test=auto_test,
     )
-    names = ("lint_cmd", "test_cmd", "auto_lint", "auto_test", "test_rounds", "test_timeout")
+    names = (
+        "lint_cmd",
+        "test_cmd",
+        "auto_lint",
+        "auto_test",
+        "test_rounds",
+        "test_timeout",
+        "otel",
+        "otel_content",
+    )
     return {name: getattr(config, name) for name in names}

@@ -29,6 +29,7 @@ from agent.protocol.profile import ModelProfile, profile_for
 from agent.run.hooks import AskHooks, trusted_hooks
 from agent.run.settings import Settings
 from agent.run.system_prompt import system_message
+from agent.run.telemetry import Telemetry, open_telemetry
 from agent.session import SessionLog, bosun_home
 from agent.tools import KNOWN, Tool, ToolRegistry, default_registry
 from agent.tools.hooks import Hooks, HookSpec
@@ -168,12 +169,14 @@ class Assembly:
         profile: ModelProfile,
         hub: Hub | None,
         hooks: tuple[HookSpec, ...] = (),
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.settings = settings
         self.driver = driver
         self.profile = profile
         self.hub = hub
         self.hooks = hooks  # the trusted ones (agent.run.hooks)
+        self.telemetry = telemetry  # OpenTelemetry spans of every agent built here
 
     @classmethod
     def open(
@@ -197,6 +200,26 @@ class Assembly:
             ask=ask_hooks,
             report=report,
         )
+        telemetry = open_telemetry(settings, report)
+        try:
+            assembly = cls._open(settings, driver, ask_server, report, loading, hooks)
+        except BaseException:
+            if telemetry is not None:
+                telemetry.close()
+            raise
+        assembly.telemetry = telemetry
+        return assembly
+
+    @classmethod
+    def _open(
+        cls,
+        settings: Settings,
+        driver: Driver | None,
+        ask_server: Ask | None,
+        report: Callable[[str], None],
+        loading: Callable[[str], AbstractContextManager[object]],
+        hooks: tuple[HookSpec, ...],
+    ) -> Assembly:
         hub = begin_hub(
             settings.mcp_servers,
             settings.workspace,
@@ -262,6 +285,8 @@ class Assembly:
         `extra_tools`: its own MCP servers' (see `tools`)."""
         settings = settings or self.settings
         tools = self.tools(settings, extra_tools)
+        if self.telemetry is not None:  # spans from the same events the faces see
+            emit, on_message = self.telemetry.watch(emit, on_message)
         return Agent(
             seat=seat_for(driver or self.driver, self.profile, tools, settings),
             tools=tools,
@@ -298,12 +323,22 @@ class Assembly:
         self.driver, self.profile = driver, profile
         self.settings = settings.but(model=model)
 
+    def release(self, session_id: str) -> None:
+        """A face that keeps this assembly open is done with session `session_id` (a
+        batch task, a served run): its session span ends and goes out now."""
+        if self.telemetry is not None:
+            self.telemetry.release(session_id)
+
     def close(self) -> None:
         try:
             self.driver.close()
         finally:
-            if self.hub is not None:
-                self.hub.close()
+            try:
+                if self.hub is not None:
+                    self.hub.close()
+            finally:
+                if self.telemetry is not None:  # last: the spans of everything above
+                    self.telemetry.close()
 
 
 def checks_for(settings: Settings) -> Checks:

@@ -64,6 +64,8 @@ class Settings:
     checkpoint_max_mb: float = 10.0  # bigger files are left out of the snapshots
     hooks: tuple[HookSpec, ...] = ()  # from the config files (agent.run.config)
     allow_workspace_hooks: bool = False  # run hooks the workspace names, unapproved
+    otel: bool = False  # OpenTelemetry spans (agent.run.telemetry; OTEL_* may turn it on)
+    otel_content: bool = False  # with prompts, replies and tool contents in them
 
     @classmethod
     def from_config(cls, config: Config, **given: Any) -> Settings:

@@ -40,6 +40,19 @@ class Outcome:
     refused: bool = False  # the approval mode (or nobody to ask) kept it from running
     interrupted: bool = False  # Ctrl-C at the question or while the tool ran
 
+    @property
+    def decision(self) -> str:
+        """What the gate made of the call, in one word (a tool_result's `decision`)."""
+        if self.ran:
+            return "allowed"
+        if self.declined or self.redirected:
+            return "declined"
+        if self.refused:
+            return "refused"
+        if self.interrupted:
+            return "not_run"
+        return "blocked"  # by a PreToolUse hook
+
 
 @dataclass
 class Gate:
