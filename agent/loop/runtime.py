@@ -373,7 +373,13 @@ class Agent:
         True with it: the user declined it and said what to do instead; then what the
         gate decided (ToolResultEvent.decision)."""
         outcome = run_call(
-            call, self.tools, self.workspace, self.gate, self.checkpoints, self.cancel.hard_stop
+            call,
+            self.tools,
+            self.workspace,
+            self.gate,
+            self.checkpoints,
+            self.cancel.hard_stop,
+            stop=self.cancel,
         )
         state = self.state
         state.declined = state.declined or outcome.declined

@@ -8,6 +8,7 @@ together, so the loop only counts what happened (the `Outcome`) and never decide
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass
@@ -82,9 +83,11 @@ def run_call(
     gate: Gate,
     checkpoints: Checkpoints | None = None,
     running: Callable[[], AbstractContextManager[object]] = nullcontext,
+    stop: threading.Event | None = None,
 ) -> Outcome:
     """Ask (where the mode says to), keep what a write would change, then run the tool.
-    `running` wraps the execution (the loop makes Ctrl-C stop the tool at once there).
+    `running` wraps the execution (the loop makes Ctrl-C stop the tool at once there);
+    `stop` is the run's Cancel, watched by a running command from any thread.
     A bash call that only runs `apply_patch` goes to that tool (`agent.tools.patch`)."""
     call = routed(call, tools)
     tool = tools.get(call.name)
@@ -98,7 +101,7 @@ def run_call(
         if tool is not None:
             assert gate.always is not None
             sandboxed = gate.sandbox is not None
-            ctx = ToolContext(workspace, gate.sandbox, gate.editor)
+            ctx = ToolContext(workspace, gate.sandbox, gate.editor, stop)
             refused = refusal(
                 gate.approve,
                 gate.approver,
@@ -124,7 +127,7 @@ def run_call(
             recording.enter_context(checkpoints.recording(path))  # before, and after
     try:
         with recording, running():
-            result = tools.execute(call, ToolContext(workspace, gate.sandbox, gate.editor))
+            result = tools.execute(call, ToolContext(workspace, gate.sandbox, gate.editor, stop))
     except KeyboardInterrupt:  # the shell tool has killed its command by now
         return Outcome(ToolResult(call.id, STOPPED_CALL, True), ran=True, interrupted=True)
     if hooks is not None and before is not None:

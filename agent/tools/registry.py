@@ -9,6 +9,7 @@ whatever an MCP server's schema holds: `agent.tools.validation`).
 from __future__ import annotations
 
 import inspect
+import threading
 import types
 import typing
 from collections.abc import Callable, Iterable
@@ -53,6 +54,9 @@ class ToolContext:
     workspace: Path
     sandbox: SandboxPolicy | None = None  # bash runs in bubblewrap under this policy
     editor: Editor | None = None  # file text through an editor's buffers (ACP); None: disk
+    # Set when the request is to stop (the run's Cancel): a running command is killed at
+    # once, whichever thread runs the tool; a signal reaches only the main thread.
+    stop: threading.Event | None = None
 
 
 @dataclass(frozen=True)
