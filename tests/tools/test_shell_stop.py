@@ -58,7 +58,7 @@ def test_a_command_that_ends_before_the_stop_keeps_its_output(tmp_path: Path) ->
 
 def test_without_a_stop_the_timeout_still_kills(tmp_path: Path) -> None:
     began = time.monotonic()
-    output, status = run_command("sleep 30", tmp_path, 1, None, threading.Event())
+    _output, status = run_command("sleep 30", tmp_path, 1, None, threading.Event())
     assert status is None and time.monotonic() - began < 5
 
 
