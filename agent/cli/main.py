@@ -16,6 +16,7 @@ from agent import __version__
 from agent.cli import admin as cli_admin
 from agent.cli import checkpoints as cli_checkpoints
 from agent.cli import info as cli_info
+from agent.cli import tasks as cli_tasks
 from agent.cli.common import (
     EXIT_USAGE,
     WORKSPACE_HOOKS_HELP,
@@ -59,6 +60,11 @@ class Constrain(StrEnum):
     auto = "auto"
     always = "always"
     never = "never"
+
+
+class Executor(StrEnum):
+    local = "local"
+    ray = "ray"
 
 
 class Sandbox(StrEnum):
@@ -184,6 +190,38 @@ def run(
             " failing on its own while the other lines run."
         ),
     ] = False,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            metavar="K/N",
+            help="With --tasks: only share K of N, by task id (default: a Slurm array's or"
+            " a Kubernetes indexed Job's own; BOSUN_SHARD_COUNT gives the Job's count).",
+        ),
+    ] = None,
+    results: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="DIR",
+            help="With --tasks: one JSONL file per task in DIR; a rerun skips the tasks"
+            " recorded there (bosun tasks merge joins shards).",
+        ),
+    ] = None,
+    redo: Annotated[
+        bool, typer.Option(help="With --results: run every task again, recorded or not.")
+    ] = False,
+    executor: Annotated[
+        Executor,
+        typer.Option(help="With --tasks: local (threads here) or ray (a Ray cluster; bosun[ray])."),
+    ] = Executor.local,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray-address",
+            metavar="ADDR",
+            help="With --executor ray: the cluster to join (default: RAY_ADDRESS, else a"
+            " new one on this machine).",
+        ),
+    ] = None,
     ablate: Annotated[
         str,
         typer.Option(
@@ -221,6 +259,20 @@ def run(
         approve = Approve.auto
     if tasks is not None and prompt is not None:
         fail("give a PROMPT or --tasks FILE, not both", EXIT_USAGE)
+    batch_only = {
+        "--shard": shard is not None,
+        "--results": results is not None,
+        "--redo": redo,
+        "--executor ray": executor is Executor.ray,
+        "--ray-address": ray_address is not None,
+    }
+    given = [flag for flag, on in batch_only.items() if on]
+    if tasks is None and given:
+        fail(f"{given[0]} needs --tasks FILE", EXIT_USAGE)
+    if redo and results is None:
+        fail("--redo needs --results DIR", EXIT_USAGE)
+    if ray_address is not None and executor is not Executor.ray:
+        fail("--ray-address needs --executor ray", EXIT_USAGE)
     from agent.run.settings import Settings
     from agent.tools.sandbox import resolve_sandbox
 
@@ -248,6 +300,11 @@ def run(
         output=output.value,
         jobs=jobs,
         strict=strict,
+        shard=shard,
+        results=results,
+        redo=redo,
+        executor=executor.value,
+        ray_address=ray_address,
         **checks,
     )
     if tasks is not None:
@@ -367,4 +424,5 @@ app.add_typer(cli_admin.cache_app, name="cache")
 app.add_typer(cli_admin.contracts_app, name="contracts")
 app.add_typer(cli_admin.mcp_app, name="mcp")
 app.add_typer(cli_checkpoints.checkpoints_app, name="checkpoints")
+app.add_typer(cli_tasks.tasks_app, name="tasks")
 app.command("config")(cli_admin.config_command)
