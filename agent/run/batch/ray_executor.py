@@ -16,6 +16,7 @@ kills the actors.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
@@ -184,10 +185,9 @@ class _Run:
             running = list(self.running.values())
             actors = list(self.all_actors)
         for stream, actor in running:
-            try:
+            # already finished, or its worker gone: nothing to cancel
+            with contextlib.suppress(Exception):
                 self.ray.cancel(stream, force=actor is None)
-            except Exception:  # already finished, or the worker is gone
-                pass
         for actor in actors:
             self.ray.kill(actor)
 

@@ -52,7 +52,7 @@ def copy_into(source: Path, dest: Path) -> None:
         raise WorkspaceError(f"cannot copy the workspace {source}: {exc}") from None
 
 
-def _git(*args: str, cwd: Path | None = None) -> None:
+def _git(what: str, *args: str, cwd: Path | None = None) -> None:
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true"}
     try:
         proc = subprocess.run(
@@ -67,17 +67,19 @@ def _git(*args: str, cwd: Path | None = None) -> None:
     except FileNotFoundError:
         raise WorkspaceError("git is not installed on this machine") from None
     except subprocess.TimeoutExpired:
-        raise WorkspaceError(f"git {args[0]} took over {CLONE_TIMEOUT_S} s") from None
+        raise WorkspaceError(f"{what}: git took over {CLONE_TIMEOUT_S} s") from None
     if proc.returncode != 0:
         said = proc.stderr.strip().splitlines()
         raise WorkspaceError(
-            f"git {args[0]} failed: {visible(said[-1] if said else f'exit {proc.returncode}')}"
+            f"{what}: {visible(said[-1] if said else f'git exit {proc.returncode}')}"
         )
 
 
 def clone_into(source: GitCheckout, dest: Path) -> None:
-    _git("clone", "--quiet", "--no-checkout", "--", source.repo, str(dest))
-    _git("-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", source.commit,
+    _git(f"cannot clone {source.repo}", "clone", "--quiet", "--no-checkout", "--",
+         source.repo, str(dest))  # fmt: skip
+    _git(f"cannot check out {source.commit} of {source.repo}", "-c",
+         "advice.detachedHead=false", "checkout", "--quiet", "--detach", source.commit,
          "--", cwd=dest)  # fmt: skip
 
 
