@@ -20,6 +20,7 @@ import contextlib
 import logging
 import os
 import queue
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
@@ -204,22 +205,28 @@ def run_on_ray(
     """Each task's result, and whether ^C stopped the batch (as run_local)."""
     ray = _ray()
     settings = portable(settings)
+    # Ray prints what its raylet says ("a worker died…") on sys.stdout, which is our
+    # JSONL: its lines go to stderr instead, ours to the stdout we were given.
+    stdout = sys.stdout
+    sys.stdout = sys.stderr
     try:
-        ray.init(
-            address=settings.ray_address,
-            runtime_env=runtime_env(),
-            log_to_driver=False,  # a worker's prints would land in our JSONL
-            include_dashboard=False,
-            logging_level=logging.WARNING,
-            configure_logging=True,
-        )
-    except (ConnectionError, RuntimeError, ValueError) as exc:
-        where = settings.ray_address or "a new local cluster"
-        raise UsageError(f"cannot start or join Ray ({where}): {exc}") from None
-    try:
+        try:
+            ray.init(
+                address=settings.ray_address,
+                runtime_env=runtime_env(),
+                log_to_driver=False,  # a worker's prints would land in our JSONL
+                include_dashboard=False,
+                logging_level=logging.WARNING,
+                configure_logging=True,
+            )
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            where = settings.ray_address or "a new local cluster"
+            raise UsageError(f"cannot start or join Ray ({where}): {exc}") from None
         return _run(ray, tasks, settings, printer, warn, err, out, workspaces)
     finally:
-        ray.shutdown()
+        if ray.is_initialized():
+            ray.shutdown()
+        sys.stdout = stdout
 
 
 def _run(

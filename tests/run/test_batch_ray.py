@@ -1,0 +1,188 @@
+"""`--executor ray` against a real Ray cluster this module starts on 127.0.0.1 (`ray
+start --head`, not local mode, not a cluster `ray.init()` would make): the same results
+as the local executor, actors that load the in-process model once and keep its head
+warm, and a task whose worker is killed mid-task run once more.
+
+Starting the cluster takes seconds on a small machine, so the tests are few and share
+it. Under CI (CI=true) they never skip: a missing Ray fails them.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.run.batch import run_tasks
+from agent.run.settings import Settings
+from tests.run.batch_helpers import FIXTURES, SCRIPT, by_task
+
+if os.environ.get("CI") != "true":
+    pytest.importorskip("ray")
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[2]
+RAY = Path(sys.executable).with_name("ray")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _ours(temp_dir: str) -> list[int]:
+    """The cluster's own processes: the ones whose command line names its folder."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if temp_dir.encode() in (entry / "cmdline").read_bytes():
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    """A one-node cluster of 2 CPUs; torn down by killing its own processes (`ray
+    stop` would stop every cluster of this user on the machine)."""
+    temp_dir = tempfile.mkdtemp(prefix="rt", dir="/tmp")  # Ray's socket paths must be short
+    port = _free_port()
+    start = [str(RAY), "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}",
+             "--num-cpus=2", f"--temp-dir={temp_dir}", "--include-dashboard=false",
+             "--disable-usage-stats"]  # fmt: skip
+    proc = subprocess.run(start, capture_output=True, text=True, timeout=180)
+    if proc.returncode != 0:
+        raise RuntimeError(f"ray start failed:\n{proc.stdout}\n{proc.stderr}")
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        pids = _ours(temp_dir)
+        for pid in pids:
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        while any(Path(f"/proc/{p}").exists() for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        for pid in _ours(temp_dir):
+            os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def batch(settings: Settings, tasks: Path) -> tuple[int, list[dict[str, Any]], str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = run_tasks(settings, tasks, out=out, err=err, env={})
+    return code, [json.loads(line) for line in out.getvalue().splitlines()], err.getvalue()
+
+
+def outcome(events: list[dict[str, Any]]) -> dict[str, tuple[str, str]]:
+    return {t: (evs[-1]["status"], evs[-1]["final_text"]) for t, evs in by_task(events).items()}
+
+
+def test_scripted_tasks_end_as_they_do_locally(cluster: str) -> None:
+    base = Settings(model=f"scripted:{SCRIPT}", workspace=FIXTURES / "ws", jobs=2)
+    tasks = FIXTURES / "tasks.jsonl"
+    local_code, local, _ = batch(base, tasks)
+    code, remote, err = batch(base.but(executor="ray", ray_address=cluster), tasks)
+    assert (code, outcome(remote)) == (local_code, outcome(local)), err
+    assert outcome(remote)["default-ws"] == ("done", "The notes say hello.")
+    # the same lines, tagged the same way, each task's in its own order
+    for task, evs in by_task(remote).items():
+        assert [e["type"] for e in evs] == [e["type"] for e in by_task(local)[task]]
+    assert remote[-1] == {**remote[-1], "done": 2, "failed": 1, "tasks": 3}
+
+
+@pytest.mark.model
+def test_actors_load_the_model_once_and_keep_the_head_warm(cluster: str, tmp_path: Path) -> None:
+    pytest.importorskip("llama_cpp")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    tasks = tmp_path / "t.jsonl"
+    prompts = ["Say hello.", "Name a fruit.", "Say goodbye.", "Name a colour."]
+    tasks.write_text(
+        "".join(json.dumps({"id": f"t{i}", "prompt": p}) + "\n" for i, p in enumerate(prompts))
+    )  # noqa: E501
+    settings = Settings(
+        model="smollm2-135m", workspace=ws, max_turns=1, max_tokens=8, constrain="never",
+        jobs=2, executor="ray", ray_address=cluster,
+    )  # fmt: skip
+    code, events, err = batch(settings, tasks)
+    assert code in (0, 3), err
+    line = next(x for x in err.splitlines() if "model loads per actor" in x)
+    assert line.startswith("bosun: ray: 2 actor(s)") and line.count(" 1") >= 2, line
+    assert [n.rsplit(" ", 1)[1] for n in line.split(": ", 2)[2].split(", ")] == ["1", "1"]
+    first_turns = {e["task"]: e for e in reversed(events) if e["type"] == "turn"}
+    warm = [t for t, e in first_turns.items() if e["cached_tokens"] > 500]
+    # each actor's first task evaluates the head; every later one finds it cached
+    assert len(first_turns) == 4 and len(warm) >= 2, first_turns
+
+
+def _task_workers(home: str) -> list[int]:
+    """Ray workers running a batch task now (Ray titles the process by its function)
+    for this test's batch (its BOSUN_HOME reaches the worker's environment)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            title = (entry / "cmdline").read_bytes()
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if title.startswith(b"ray::task_stream") and f"BOSUN_HOME={home}".encode() in environ:
+            pids.append(int(entry.name))
+    return pids
+
+
+def test_a_task_whose_worker_dies_runs_once_more(
+    cluster: str, tmp_path: Path, bosun_home: Path
+) -> None:
+    script = tmp_path / "slow.jsonl"
+    chunks = [f"part {i} " for i in range(20)]
+    script.write_text(json.dumps({"chunks": chunks, "delay_ms": 150}) + "\n")
+    tasks = tmp_path / "t.jsonl"
+    tasks.write_text(json.dumps({"id": "victim", "prompt": "Answer slowly."}) + "\n")
+    out = tmp_path / "out.jsonl"
+    with out.open("w") as stdout:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "agent", "run", "--tasks", str(tasks), "--model",
+             f"scripted:{script}", "--workspace", str(FIXTURES / "ws"), "--executor", "ray",
+             "--ray-address", cluster, "--results", str(tmp_path / "results")],
+            cwd=REPO, stdout=stdout, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 120
+        killed = False
+        while time.monotonic() < deadline and proc.poll() is None and not killed:
+            if '"type": "text"' in out.read_text():  # mid-answer
+                for pid in _task_workers(str(bosun_home)):
+                    os.kill(pid, signal.SIGKILL)
+                    killed = True
+            time.sleep(0.05)
+        _, err = proc.communicate(timeout=180)
+    assert killed, err
+    assert proc.returncode == 0, err
+    events = [json.loads(line) for line in out.read_text().splitlines()]
+    mine = by_task(events)["victim"]
+    died = [e for e in mine if e["type"] == "diagnostic" and "worker died" in e["message"]]
+    assert len(died) == 1
+    assert [e["type"] for e in mine].count("session") == 2  # the second run from the start
+    assert (
+        mine[-1]["status"] == "done" and mine[-1]["final_text"].strip() == "".join(chunks).strip()
+    )
+    assert "task victim: the worker died (WorkerCrashedError); running it again" in err
+    recorded = (tmp_path / "results").glob("victim-*.jsonl")
+    lines = [json.loads(x) for x in next(recorded).read_text().splitlines()]
+    assert [x["type"] for x in lines].count("session") == 1  # the file: the good run only
