@@ -9,6 +9,7 @@ it. Under CI (CI=true) they never skip: a missing Ray fails them.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -26,6 +27,7 @@ from typing import Any
 import pytest
 
 from agent.run.batch import run_tasks
+from agent.run.batch.results import ResultsDir
 from agent.run.settings import Settings
 from tests.run.batch_helpers import FIXTURES, SCRIPT, by_task
 
@@ -43,17 +45,22 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _ours(temp_dir: str) -> list[int]:
-    """The cluster's own processes: the ones whose command line names its folder."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if temp_dir.encode() in (entry / "cmdline").read_bytes():
-                    pids.append(int(entry.name))
-            except OSError:
-                continue
-    return pids
+def _proc(pid: str, name: str) -> bytes:
+    try:
+        return (Path("/proc") / pid / name).read_bytes()
+    except OSError:
+        return b""
+
+
+def _ours(temp_dir: str, port: int) -> list[int]:
+    """The cluster's own processes: those whose command line names its folder or port,
+    and those its raylet started (their environment names the raylet)."""
+    pids = [p.name for p in Path("/proc").iterdir() if p.name.isdigit()]
+    core = {p for p in pids if temp_dir.encode() in _proc(p, "cmdline")}
+    core |= {p for p in pids if f":{port} ".encode() in _proc(p, "cmdline").replace(b"\0", b" ")}
+    raylets = {f"RAY_RAYLET_PID={p}".encode() for p in core}
+    spawned = {p for p in pids if any(r + b"\0" in _proc(p, "environ") for r in raylets)}
+    return sorted(int(p) for p in core | spawned if int(p) != os.getpid())
 
 
 @pytest.fixture(scope="module")
@@ -71,14 +78,16 @@ def cluster() -> Iterator[str]:
     try:
         yield f"127.0.0.1:{port}"
     finally:
-        pids = _ours(temp_dir)
+        pids = _ours(temp_dir, port)
         for pid in pids:
-            os.kill(pid, signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + 20
         while any(Path(f"/proc/{p}").exists() for p in pids) and time.monotonic() < deadline:
             time.sleep(0.2)
-        for pid in _ours(temp_dir):
-            os.kill(pid, signal.SIGKILL)
+        for pid in _ours(temp_dir, port):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 
@@ -105,6 +114,29 @@ def test_scripted_tasks_end_as_they_do_locally(cluster: str) -> None:
     assert remote[-1] == {**remote[-1], "done": 2, "failed": 1, "tasks": 3}
 
 
+def test_workers_that_cannot_sandbox_refuse_the_tasks(
+    cluster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The head could sandbox (its policy says so); the workers (told of another bwrap,
+    a missing one) cannot, and refuse rather than run bash unsandboxed. Nothing is
+    recorded, so a rerun on able workers does the tasks."""
+    from agent.tools.sandbox import SandboxPolicy
+
+    monkeypatch.setenv("BOSUN_BWRAP", str(tmp_path / "no-bwrap"))
+    policy = SandboxPolicy(bwrap="/usr/bin/bwrap", shell="/bin/bash")
+    settings = Settings(
+        model=f"scripted:{SCRIPT}", workspace=FIXTURES / "ws", jobs=2, sandbox=policy,
+        executor="ray", ray_address=cluster, results=tmp_path / "out",
+    )  # fmt: skip
+    code, events, err = batch(settings, FIXTURES / "tasks.jsonl")
+    results = [e for e in events if e["type"] == "result"]
+    assert code == 1 and len(results) == 3, err
+    assert all("cannot sandbox bash" in r["error"] for r in results)
+    assert not [e for e in events if e["type"] == "tool_result"]  # nothing ran
+    kept = ResultsDir.open(tmp_path / "out")
+    assert all(kept.recorded(t) is None for t in ("default-ws", "other-ws", "too-short"))
+
+
 @pytest.mark.model
 def test_actors_load_the_model_once_and_keep_the_head_warm(cluster: str, tmp_path: Path) -> None:
     pytest.importorskip("llama_cpp")
@@ -114,7 +146,7 @@ def test_actors_load_the_model_once_and_keep_the_head_warm(cluster: str, tmp_pat
     prompts = ["Say hello.", "Name a fruit.", "Say goodbye.", "Name a colour."]
     tasks.write_text(
         "".join(json.dumps({"id": f"t{i}", "prompt": p}) + "\n" for i, p in enumerate(prompts))
-    )  # noqa: E501
+    )
     settings = Settings(
         model="smollm2-135m", workspace=ws, max_turns=1, max_tokens=8, constrain="never",
         jobs=2, executor="ray", ray_address=cluster,

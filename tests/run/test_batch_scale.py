@@ -337,3 +337,36 @@ def test_bad_workspace_sources_are_bad_lines(
     tasks = write_tasks(tmp_path / "t.jsonl", {"id": "a", "prompt": "p", **line})
     code, events = batch(tasks, answer_script(tmp_path / "s.jsonl"))
     assert code == 1 and says in events[0]["message"]
+
+
+# --- what a Ray worker checks for itself (no cluster needed) ------------------------------
+
+
+def test_a_worker_that_cannot_sandbox_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent.run.batch.output import NOT_FINAL
+    from agent.run.batch.remote import SandboxRefused, worker_settings
+    from agent.tools.sandbox import SandboxPolicy
+
+    head_policy = SandboxPolicy(bwrap="/usr/bin/bwrap", shell="/bin/bash", allow_net=True)
+    monkeypatch.setenv("BOSUN_BWRAP", "/nonexistent/bwrap")
+    with pytest.raises(SandboxRefused, match="cannot sandbox bash") as info:
+        worker_settings(Settings(sandbox=head_policy))
+    assert str(info.value).startswith(NOT_FINAL)  # not recorded: a rerun elsewhere does it
+    assert worker_settings(Settings(sandbox=None)).sandbox is None  # --sandbox off: as asked
+
+
+def test_executor_ray_without_ray_says_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent.run.batch.ray_executor import _ray
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed
+    with pytest.raises(UsageError, match=r"pip install 'bosun\[ray\]'"):
+        _ray()
+
+
+def test_ray_flags_need_tasks() -> None:
+    for flags in (["--executor", "ray"], ["--shard", "1/2"], ["--results", "x"]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "agent", "run", "hello", *flags],
+            cwd=REPO, capture_output=True, text=True,
+        )  # fmt: skip
+        assert proc.returncode == 2 and "needs --tasks FILE" in proc.stderr, proc.stderr
