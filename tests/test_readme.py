@@ -120,6 +120,27 @@ CASES: dict[str, tuple[Case, ...]] = {
     "bosun run --tasks tasks.jsonl --jobs 4": (
         Case(("run", "--tasks", "tasks.jsonl", "--jobs", "4"), shows='"task"'),
     ),
+    "bosun run --tasks tasks.jsonl --shard 1/2 --results out": (
+        Case(
+            ("run", "--tasks", "tasks.jsonl", "--shard", "1/2", "--results", "out"),
+            shows='"shard": "1/2"',
+        ),
+    ),
+    # t0 and t1 are both in shard 1 of 2: shard 2 alone leaves them missing
+    "bosun tasks merge out": (
+        Case(
+            ("run", "--tasks", "tasks.jsonl", "--shard", "2/2", "--results", "half"),
+            shows='"tasks": 0',
+        ),
+        Case(("tasks", "merge", "half"), code=1, shows="(no summary from shard 1/2): t0, t1"),
+    ),
+    # RAY_ADDRESS unset and no `ray start` here: a cluster of its own for the batch
+    "bosun run --tasks tasks.jsonl --executor ray --jobs 2": (
+        Case(
+            ("run", "--tasks", "tasks.jsonl", "--executor", "ray", "--jobs", "2"),
+            shows="model loads per actor",
+        ),
+    ),
     'bosun run "…" --model openai:http://127.0.0.1:8080/v1#qwen3-coder': (
         Case(("run", PROMPT, "--model", "openai:{url}#smollm2-135m")),
     ),

@@ -218,8 +218,8 @@ def run(
         typer.Option(
             "--ray-address",
             metavar="ADDR",
-            help="With --executor ray: the cluster to join (default: RAY_ADDRESS, else a"
-            " new one on this machine).",
+            help="With --executor ray: the cluster to join (default: RAY_ADDRESS, else the"
+            " one `ray start` made on this machine, else a new one for this batch).",
         ),
     ] = None,
     ablate: Annotated[

@@ -9,16 +9,12 @@ it. Under CI (CI=true) they never skip: a missing Ray fails them.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +25,7 @@ import pytest
 from agent.run.batch import run_tasks
 from agent.run.batch.results import ResultsDir
 from agent.run.settings import Settings
+from tests.ray_cluster import local_cluster
 from tests.run.batch_helpers import FIXTURES, SCRIPT, by_task
 
 if os.environ.get("CI") != "true":
@@ -36,59 +33,13 @@ if os.environ.get("CI") != "true":
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
-RAY = Path(sys.executable).with_name("ray")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _proc(pid: str, name: str) -> bytes:
-    try:
-        return (Path("/proc") / pid / name).read_bytes()
-    except OSError:
-        return b""
-
-
-def _ours(temp_dir: str, port: int) -> list[int]:
-    """The cluster's own processes: those whose command line names its folder or port,
-    and those its raylet started (their environment names the raylet)."""
-    pids = [p.name for p in Path("/proc").iterdir() if p.name.isdigit()]
-    core = {p for p in pids if temp_dir.encode() in _proc(p, "cmdline")}
-    core |= {p for p in pids if f":{port} ".encode() in _proc(p, "cmdline").replace(b"\0", b" ")}
-    raylets = {f"RAY_RAYLET_PID={p}".encode() for p in core}
-    spawned = {p for p in pids if any(r + b"\0" in _proc(p, "environ") for r in raylets)}
-    return sorted(int(p) for p in core | spawned if int(p) != os.getpid())
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
-    """A one-node cluster of 2 CPUs; torn down by killing its own processes (`ray
-    stop` would stop every cluster of this user on the machine)."""
-    temp_dir = tempfile.mkdtemp(prefix="rt", dir="/tmp")  # Ray's socket paths must be short
-    port = _free_port()
-    start = [str(RAY), "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}",
-             "--num-cpus=2", f"--temp-dir={temp_dir}", "--include-dashboard=false",
-             "--disable-usage-stats"]  # fmt: skip
-    proc = subprocess.run(start, capture_output=True, text=True, timeout=180)
-    if proc.returncode != 0:
-        raise RuntimeError(f"ray start failed:\n{proc.stdout}\n{proc.stderr}")
-    try:
-        yield f"127.0.0.1:{port}"
-    finally:
-        pids = _ours(temp_dir, port)
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 20
-        while any(Path(f"/proc/{p}").exists() for p in pids) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        for pid in _ours(temp_dir, port):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        shutil.rmtree(temp_dir, ignore_errors=True)
+    """A one-node cluster of 2 CPUs, shared by the module's tests."""
+    with local_cluster(num_cpus=2) as address:
+        yield address
 
 
 def batch(settings: Settings, tasks: Path) -> tuple[int, list[dict[str, Any]], str]:
