@@ -37,6 +37,15 @@ from agent.cli.common import (
     mcp_servers,
     tool_changes,
 )
+from agent.cli.tasks import (
+    Executor,
+    ExecutorOpt,
+    RayAddressOpt,
+    RedoOpt,
+    ResultsOpt,
+    ShardOpt,
+    batch_flags,
+)
 
 
 class Output(StrEnum):
@@ -60,11 +69,6 @@ class Constrain(StrEnum):
     auto = "auto"
     always = "always"
     never = "never"
-
-
-class Executor(StrEnum):
-    local = "local"
-    ray = "ray"
 
 
 class Sandbox(StrEnum):
@@ -190,38 +194,11 @@ def run(
             " failing on its own while the other lines run."
         ),
     ] = False,
-    shard: Annotated[
-        str | None,
-        typer.Option(
-            metavar="K/N",
-            help="With --tasks: only share K of N, by task id (default: a Slurm array's or"
-            " a Kubernetes indexed Job's own; BOSUN_SHARD_COUNT gives the Job's count).",
-        ),
-    ] = None,
-    results: Annotated[
-        Path | None,
-        typer.Option(
-            metavar="DIR",
-            help="With --tasks: one JSONL file per task in DIR; a rerun skips the tasks"
-            " recorded there (bosun tasks merge joins shards).",
-        ),
-    ] = None,
-    redo: Annotated[
-        bool, typer.Option(help="With --results: run every task again, recorded or not.")
-    ] = False,
-    executor: Annotated[
-        Executor,
-        typer.Option(help="With --tasks: local (threads here) or ray (a Ray cluster; bosun[ray])."),
-    ] = Executor.local,
-    ray_address: Annotated[
-        str | None,
-        typer.Option(
-            "--ray-address",
-            metavar="ADDR",
-            help="With --executor ray: the cluster to join (default: RAY_ADDRESS, else the"
-            " one `ray start` made on this machine, else a new one for this batch).",
-        ),
-    ] = None,
+    shard: ShardOpt = None,
+    results: ResultsOpt = None,
+    redo: RedoOpt = False,
+    executor: ExecutorOpt = Executor.local,
+    ray_address: RayAddressOpt = None,
     ablate: Annotated[
         str,
         typer.Option(
@@ -259,20 +236,7 @@ def run(
         approve = Approve.auto
     if tasks is not None and prompt is not None:
         fail("give a PROMPT or --tasks FILE, not both", EXIT_USAGE)
-    batch_only = {
-        "--shard": shard is not None,
-        "--results": results is not None,
-        "--redo": redo,
-        "--executor ray": executor is Executor.ray,
-        "--ray-address": ray_address is not None,
-    }
-    given = [flag for flag, on in batch_only.items() if on]
-    if tasks is None and given:
-        fail(f"{given[0]} needs --tasks FILE", EXIT_USAGE)
-    if redo and results is None:
-        fail("--redo needs --results DIR", EXIT_USAGE)
-    if ray_address is not None and executor is not Executor.ray:
-        fail("--ray-address needs --executor ray", EXIT_USAGE)
+    batch_flags(tasks, shard, results, redo, executor, ray_address)
     from agent.run.settings import Settings
     from agent.tools.sandbox import resolve_sandbox
 
