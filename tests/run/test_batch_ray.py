@@ -169,3 +169,35 @@ def test_a_task_whose_worker_dies_runs_once_more(
     recorded = (tmp_path / "results").glob("victim-*.jsonl")
     lines = [json.loads(x) for x in next(recorded).read_text().splitlines()]
     assert [x["type"] for x in lines].count("session") == 1  # the file: the good run only
+
+
+def test_ctrl_c_cancels_every_task_on_the_cluster(
+    cluster: str, tmp_path: Path, bosun_home: Path
+) -> None:
+    script = tmp_path / "slow.jsonl"
+    script.write_text(json.dumps({"chunks": ["word "] * 200, "delay_ms": 100}) + "\n")
+    tasks = tmp_path / "t.jsonl"
+    tasks.write_text("".join(json.dumps({"id": f"t{i}", "prompt": "Go."}) + "\n" for i in range(4)))
+    out = tmp_path / "out.jsonl"
+    with out.open("w") as stdout:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "agent", "run", "--tasks", str(tasks), "--model",
+             f"scripted:{script}", "--workspace", str(FIXTURES / "ws"), "--executor", "ray",
+             "--ray-address", cluster, "--jobs", "2"],
+            cwd=REPO, stdout=stdout, stderr=subprocess.PIPE, text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal's
+        )  # fmt: skip
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            if out.read_text().count('"type": "text"') >= 2:  # both running, mid-answer
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    events = [json.loads(line) for line in out.read_text().splitlines()]
+    results = {t: evs[-1]["status"] for t, evs in by_task(events).items()}
+    assert results == dict.fromkeys(("t0", "t1", "t2", "t3"), "interrupted"), results
+    assert events[-1]["type"] == "summary" and "Traceback" not in err
+    time.sleep(2)
+    assert _task_workers(str(bosun_home)) == []  # nothing left running on the cluster
