@@ -370,3 +370,11 @@ def test_ray_flags_need_tasks() -> None:
             cwd=REPO, capture_output=True, text=True,
         )  # fmt: skip
         assert proc.returncode == 2 and "needs --tasks FILE" in proc.stderr, proc.stderr
+
+
+def test_a_bad_model_on_ray_is_a_usage_error_before_any_cluster(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    tasks = many_tasks(tmp_path / "t.jsonl", 1)
+    settings = Settings(model=str(tmp_path / "missing.gguf"), executor="ray", workspace=tmp_path)
+    with pytest.raises(UsageError, match="missing.gguf"):
+        run_tasks(settings, tasks, out=io.StringIO(), err=io.StringIO(), env={})

@@ -32,10 +32,12 @@ import agent
 from agent import events as ev
 from agent.errors import UsageError
 from agent.events import Status
+from agent.run.assemble import profile_of
 from agent.run.batch.output import NOT_FINAL, Emit, Progress
 from agent.run.batch.results import NOT_STARTED
 from agent.run.settings import Settings
 from agent.run.tasks_file import Task
+from drivers.bundled import resolve_model
 
 RETRIES = 1  # a task whose worker died runs once more
 # what a worker is told of this process's environment: where its sessions, models and
@@ -130,6 +132,12 @@ class _Run:
             except infra as exc:
                 if self.cancelled.is_set():
                     return self._interrupted(printer)
+                if getattr(exc, "actor_init_failed", False):
+                    # the model did not open: not the machinery's fault, and the same
+                    # for every task (each fails at once on this actor)
+                    result = ev.RunFinished.of(Status.ERROR, error=_first_line(exc))
+                    printer(result)
+                    return result
                 reason = f"the worker died ({type(exc).__name__})"
                 if actor is not None:
                     self.retire(actor)
@@ -193,6 +201,12 @@ class _Run:
             self.ray.kill(actor)
 
 
+def _first_line(exc: BaseException) -> str:
+    """A worker's error in one line: the last line of what Ray says is the cause."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[-1] if lines else type(exc).__name__
+
+
 def run_on_ray(
     tasks: list[Task],
     settings: Settings,
@@ -204,6 +218,10 @@ def run_on_ray(
 ) -> tuple[dict[str, ev.RunFinished], bool]:
     """Each task's result, and whether ^C stopped the batch (as run_local)."""
     ray = _ray()
+    # a bad model is a usage error here, once, not an error on every worker
+    profile_of(settings.model)
+    if not settings.model.startswith(SERVED):
+        resolve_model(settings.model)
     settings = portable(settings)
     # Ray prints what its raylet says ("a worker died…") on sys.stdout, which is our
     # JSONL: its lines go to stderr instead, ours to the stdout we were given.
