@@ -41,7 +41,20 @@ def _ours(temp_dir: str, port: int) -> list[int]:
     core |= {p for p in pids if f":{port} ".encode() in _proc(p, "cmdline").replace(b"\0", b" ")}
     raylets = {f"RAY_RAYLET_PID={p}".encode() for p in core}
     spawned = {p for p in pids if any(r + b"\0" in _proc(p, "environ") for r in raylets)}
-    return sorted(int(p) for p in core | spawned if int(p) != os.getpid())
+    found = core | spawned
+    parents = {p: _ppid(p) for p in pids}
+    while True:  # and their children (the raylet's agents, its workers)
+        more = {p for p, parent in parents.items() if parent in found} - found
+        if not more:
+            return sorted(int(p) for p in found if int(p) != os.getpid())
+        found |= more
+
+
+def _ppid(pid: str) -> str:
+    for line in _proc(pid, "status").splitlines():
+        if line.startswith(b"PPid:"):
+            return line.split()[1].decode()
+    return ""
 
 
 @contextlib.contextmanager
