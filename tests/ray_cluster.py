@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -57,13 +58,27 @@ def _ppid(pid: str) -> str:
     return ""
 
 
+AUTH_VARS = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH", "RAY_AUTH_TOKEN")
+
+
 @contextlib.contextmanager
 def local_cluster(num_cpus: int = 2) -> Iterator[str]:
-    """The cluster's address while it runs."""
+    """The cluster's address while it runs. It has a token of its own (Ray's token
+    authentication, which Ray turns on by itself once ~/.ray/auth_token exists): set in
+    this process's environment meanwhile, so the clients it starts (bosun, in process or
+    as a child) use it, and never the user's ~/.ray."""
     temp_dir = tempfile.mkdtemp(prefix="rt", dir="/tmp")  # Ray's socket paths must be short
+    token = Path(temp_dir) / "auth_token"
+    token.write_text(secrets.token_hex(32))
+    token.chmod(0o600)
+    saved = {k: os.environ.get(k) for k in AUTH_VARS}
+    os.environ.pop("RAY_AUTH_TOKEN", None)
+    os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(token))
+    _forget_token()
     port = _free_port()
     start = [str(RAY), "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}",
              f"--num-cpus={num_cpus}", f"--temp-dir={temp_dir}", "--include-dashboard=false",
+             "--object-store-memory=200000000",  # the default takes 30 % of RAM in /dev/shm
              "--disable-usage-stats"]  # fmt: skip
     try:
         proc = subprocess.run(start, capture_output=True, text=True, timeout=180)
@@ -82,3 +97,20 @@ def local_cluster(num_cpus: int = 2) -> Iterator[str]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         shutil.rmtree(temp_dir, ignore_errors=True)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        _forget_token()
+
+
+def _forget_token() -> None:
+    """Ray, once imported, keeps the token it read first (~/.ray/auth_token, where one
+    exists): it reads this cluster's again (as Ray's own tests do)."""
+    if "ray" not in sys.modules:
+        return
+    from ray._raylet import AuthenticationTokenLoader, Config
+
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()

@@ -196,6 +196,9 @@ def bosun(place: dict[str, str], case: Case, **extra: str) -> subprocess.Complet
     values = {**place, **extra}
     argv = [arg.format(**values) for arg in case.argv]
     env = {**os.environ, "BOSUN_HOME": place["home"], "NO_COLOR": "1", "COLUMNS": "120"}
+    # `--executor ray` starts a cluster of its own, whose token stays out of ~/.ray
+    env.pop("RAY_ADDRESS", None)
+    env["RAY_AUTH_TOKEN_PATH"] = str(Path(place["home"]) / "ray_auth_token")
     return subprocess.run(
         [sys.executable, "-m", "agent", *argv],
         cwd=place["ws"],

@@ -102,6 +102,7 @@ class _Run:
     actors: queue.Queue[Any] | None = None
     actor_class: Any = None
     task_fn: Any = None
+    threads: int = 1  # each actor's CPUs, and its model's threads
 
     def __post_init__(self) -> None:
         self.running: dict[str, Any] = {}
@@ -109,7 +110,7 @@ class _Run:
         self.lock = threading.Lock()
 
     def new_actor(self) -> Any:
-        actor = self.actor_class.remote(self.settings)
+        actor = self.actor_class.remote(self.settings, self.threads)
         with self.lock:
             self.all_actors.append(actor)
         return actor
@@ -264,7 +265,14 @@ def _run(
     if settings.model.startswith(SERVED):
         batch.task_fn = ray.remote(num_cpus=1, max_retries=0)(remote.task_stream)
     else:
-        batch.actor_class = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(
+        # The cluster's CPUs shared out: an actor is never left waiting for a CPU that
+        # will not come, and its llama.cpp threads do not fight the other actors' for them.
+        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        if jobs > cpus:
+            warn(f"ray: the cluster has {cpus} CPUs: {cpus} actors, not {jobs}")
+            jobs = cpus
+        batch.threads = max(1, cpus // jobs)
+        batch.actor_class = ray.remote(num_cpus=batch.threads, max_restarts=0, max_task_retries=0)(
             remote.TaskActor
         )
         batch.actors = queue.Queue()

@@ -22,7 +22,7 @@ from typing import Any
 from agent import events as ev
 from agent.errors import HarnessError
 from agent.loop.cancel import Cancel
-from agent.run.assemble import Assembly, trace_writer
+from agent.run.assemble import Assembly, open_model, trace_writer
 from agent.run.batch.output import NOT_FINAL
 from agent.run.batch.task import DriverPool, Shared, run_task
 from agent.run.settings import Settings
@@ -50,9 +50,14 @@ def worker_settings(settings: Settings) -> Settings:
     return settings.but(sandbox=found)
 
 
-def open_assembly(settings: Settings) -> Assembly:
+def open_assembly(settings: Settings, threads: int | None = None) -> Assembly:
     global LOADS
-    assembly = Assembly.open(settings, report=lambda _line: None)
+    driver = None
+    if threads is not None:  # the in-process model, on this actor's share of the CPUs
+        driver, _profile = open_model(
+            settings.model, context_size=settings.context_size, threads=threads
+        )
+    assembly = Assembly.open(settings, driver=driver, report=lambda _line: None)
     LOADS += 1
     return assembly
 
@@ -108,7 +113,7 @@ class TaskActor:
     """A Ray actor: one in-process model, loaded once, and its warm head kept in
     memory from task to task (the driver's saved prefix state)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, threads: int) -> None:
         self.refused: SandboxRefused | None = None
         self.assembly: Assembly | None = None
         try:
@@ -116,7 +121,7 @@ class TaskActor:
         except SandboxRefused as exc:
             self.refused = exc
             return
-        self.assembly = open_assembly(settings)
+        self.assembly = open_assembly(settings, threads)
 
     def run(self, task: Task, workspaces: Path | None) -> Iterator[Any]:
         if self.refused is not None:
