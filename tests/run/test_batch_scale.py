@@ -376,5 +376,5 @@ def test_a_bad_model_on_ray_is_a_usage_error_before_any_cluster(tmp_path: Path) 
     pytest.importorskip("ray")
     tasks = many_tasks(tmp_path / "t.jsonl", 1)
     settings = Settings(model=str(tmp_path / "missing.gguf"), executor="ray", workspace=tmp_path)
-    with pytest.raises(UsageError, match="missing.gguf"):
+    with pytest.raises(UsageError, match=r"missing\.gguf"):
         run_tasks(settings, tasks, out=io.StringIO(), err=io.StringIO(), env={})
