@@ -157,6 +157,7 @@ def _source(
                 f'{where}: task {task_id!r}: "repo" and "commit" go together, each a'
                 f" non-empty string not starting with '-' ({key!r} is {value!r})"
             )
+    assert isinstance(repo, str) and isinstance(commit, str)  # checked just above
     local = base / Path(repo).expanduser()
     if "://" not in repo and local.exists():  # a path: relative to the tasks file's folder
         repo = str(local.resolve())

@@ -176,7 +176,7 @@ def result_of(record: dict[str, Any]) -> ev.RunFinished:
         return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
     try:
-        status = Status(record.get("status"))
+        status = Status(str(record.get("status")))
     except ValueError:
         status = Status.ERROR
     final = record.get("final_text")

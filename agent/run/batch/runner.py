@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
@@ -145,7 +145,10 @@ def _execute(
             from agent.run.batch.ray_executor import run_on_ray
 
             return run_on_ray(tasks, settings, sinks.printer, warn, err, out, workspaces)
-        report: Callable[[str], None] = lambda line: err.write(f"bosun: {line}\n")  # noqa: E731
+
+        def report(line: str) -> None:
+            err.write(f"bosun: {line}\n")
+
         with Assembly.open(settings, driver=driver, report=report) as assembly:
             pool = DriverPool(assembly.driver, settings.jobs)
             # a bad --constrain fails here, once, rather than in every task
