@@ -158,6 +158,11 @@ class _Run:
                 result = ev.RunFinished.of(Status.ERROR, error=str(cause))
                 printer(result)
                 return result
+            except Exception as exc:  # a bug here must not take the batch down
+                error = f"internal error: {type(exc).__name__}: {exc}"
+                result = ev.RunFinished.of(Status.ERROR, error=error)
+                printer(result)
+                return result
             finally:
                 if actor is not None and self.actors is not None:
                     self.actors.put(actor)
