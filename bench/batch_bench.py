@@ -31,9 +31,11 @@ they share the machine's noise), prompt, cached and completion tokens, and the s
 model, for the in-process one). First on the scripted model, which answers at once, so
 the difference is Ray's own overhead (joining the cluster, shipping each task and its
 events); then on the in-process model, where the local executor has one model and one
-KV cache (a task at a time whatever --jobs says) and Ray has one per actor. Model
-loading is counted on both sides; one warm-up Ray run first (its worker processes are
-started then, not in the timed runs).
+KV cache (a task at a time whatever --jobs says, on every core) and Ray has one per
+actor (each on its share of the cluster's CPUs: 1 thread here). Model loading is counted
+on both sides, and no saved head state is kept between batches (each model evaluates
+the head once); one warm-up Ray run first (its worker processes are started then, not
+in the timed runs).
 
     .venv/bin/python bench/batch_bench.py --only ray --tasks 16 --max-tokens 16 --repeat 1
 """
@@ -208,7 +210,12 @@ def main() -> None:
 
 
 def ray_batch(tasks: Path, spec: str, workspace: Path, max_tokens: int, address: str | None):
-    """One --jobs 2 batch: local when `address` is None, else on that Ray cluster."""
+    """One --jobs 2 batch: local when `address` is None, else on that Ray cluster. No
+    saved head states: each model evaluates the head once (else the first batch would
+    save it, and the second load it)."""
+    from drivers.prefix_cache import clear
+
+    clear(Path(os.environ["BOSUN_PREFIX_CACHE"]))
     out, err = io.StringIO(), io.StringIO()
     settings = Settings(
         model=spec, workspace=workspace, jobs=2, max_turns=1, max_tokens=max_tokens,
@@ -248,13 +255,18 @@ def bench_ray(args, tasks: Path, workspace: Path, tmp_path: Path) -> None:
         f" {args.repeat}; Ray: a 2-CPU cluster on 127.0.0.1; load before"
         f" {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
     )
-    print(f"{'model':>26}  {'local s':>7}  {'ray s':>7}  {'ray/local':>9}  ray overhead")
+    print(f"{'model':>26}  {'local s':>7}  {'ray s':>7}  {'ray/local':>9}  ray - local")
     for label, local, remote in rows:
         extra = remote - local
         print(
             f"{label:>26}  {local:>7.2f}  {remote:>7.2f}  {remote / local:>8.2f}×"
             f"  {extra:+.2f} s ({extra / args.tasks * 1000:+.0f} ms a task)"
         )
+    _, local, remote = rows[0]
+    print(
+        f"Ray's own overhead (the scripted row, where there is no model work): {remote - local:.2f} s"
+        f" for the batch, {(remote - local) / args.tasks * 1000:.0f} ms a task"
+    )
 
 
 def bench_server(args, tasks: Path, workspace: Path, tmp_path: Path) -> None:
