@@ -264,7 +264,7 @@ def bench_ray(args, tasks: Path, workspace: Path, tmp_path: Path) -> None:
         )
     _, local, remote = rows[0]
     print(
-        f"Ray's own overhead (the scripted row, where there is no model work): {remote - local:.2f} s"
+        f"Ray's own overhead (the scripted row: no model work): {remote - local:.2f} s"
         f" for the batch, {(remote - local) / args.tasks * 1000:.0f} ms a task"
     )
 
