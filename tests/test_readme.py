@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import re
+import secrets
 import shlex
 import shutil
 import subprocess
@@ -198,7 +199,11 @@ def bosun(place: dict[str, str], case: Case, **extra: str) -> subprocess.Complet
     env = {**os.environ, "BOSUN_HOME": place["home"], "NO_COLOR": "1", "COLUMNS": "120"}
     # `--executor ray` starts a cluster of its own, whose token stays out of ~/.ray
     env.pop("RAY_ADDRESS", None)
-    env["RAY_AUTH_TOKEN_PATH"] = str(Path(place["home"]) / "ray_auth_token")
+    token = Path(place["home"]) / "ray_auth_token"
+    if not token.exists():
+        token.parent.mkdir(parents=True, exist_ok=True)
+        token.write_text(secrets.token_hex(32))
+    env["RAY_AUTH_TOKEN_PATH"] = str(token)
     return subprocess.run(
         [sys.executable, "-m", "agent", *argv],
         cwd=place["ws"],

@@ -243,9 +243,9 @@ def run_on_ray(
                 logging_level=logging.WARNING,
                 configure_logging=True,
             )
-        except (ConnectionError, RuntimeError, ValueError) as exc:
-            where = settings.ray_address or "a new local cluster"
-            raise UsageError(f"cannot start or join Ray ({where}): {exc}") from None
+        except Exception as exc:  # no cluster there, a wrong token, a bad address…
+            where = settings.ray_address or "RAY_ADDRESS, or a new local cluster"
+            raise UsageError(f"cannot start or join Ray ({where}): {_first_line(exc)}") from None
         return _run(ray, tasks, settings, printer, warn, err, out, workspaces)
     finally:
         if ray.is_initialized():
