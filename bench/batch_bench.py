@@ -23,6 +23,21 @@ evaluates and saves it, the others find it in memory), and again with the state 
 (as the next run of the batch would: no task evaluates the head). States go to a
 temporary folder. Prints wall seconds (best of --repeat, the three ways interleaved so
 they share the machine's noise), prompt, cached and completion tokens, and the speed-up.
+
+`--only ray` (needs Ray: `pip install 'bosun[ray]'`): starts a Ray cluster on 127.0.0.1
+(`ray start --head --num-cpus 2`, tests/ray_cluster.py), and runs the same N tasks with
+`--jobs 2` two ways, side by side: the local executor (threads of this process) and
+`--executor ray` (2 Ray tasks at a time on a served model; 2 actors, each loading the
+model, for the in-process one). First on the scripted model, which answers at once, so
+the difference is Ray's own overhead (joining the cluster, shipping each task and its
+events); then on the in-process model, where the local executor has one model and one
+KV cache (a task at a time whatever --jobs says, on every core) and Ray has one per
+actor (each on its share of the cluster's CPUs: 1 thread here). Model loading is counted
+on both sides, and no saved head state is kept between batches (each model evaluates
+the head once); one warm-up Ray run first (its worker processes are started then, not
+in the timed runs).
+
+    .venv/bin/python bench/batch_bench.py --only ray --tasks 16 --max-tokens 16 --repeat 1
 """
 
 from __future__ import annotations
@@ -170,7 +185,7 @@ def main() -> None:
     ap.add_argument(
         "--only",
         default="server,llama-server,in-process",
-        help="any of server (llama-cpp-python's), llama-server, in-process",
+        help="any of server (llama-cpp-python's), llama-server, in-process, ray",
     )
     args = ap.parse_args()
     only = set(args.only.split(","))
@@ -190,6 +205,68 @@ def main() -> None:
             bench_llama_server(args, tasks, workspace, tmp_path)
         if "in-process" in only:
             bench_in_process(args, tasks, workspace, home)
+        if "ray" in only:
+            bench_ray(args, tasks, workspace, tmp_path)
+
+
+def ray_batch(tasks: Path, spec: str, workspace: Path, max_tokens: int, address: str | None):
+    """One --jobs 2 batch: local when `address` is None, else on that Ray cluster. No
+    saved head states: each model evaluates the head once (else the first batch would
+    save it, and the second load it)."""
+    from drivers.prefix_cache import clear
+
+    clear(Path(os.environ["BOSUN_PREFIX_CACHE"]))
+    out, err = io.StringIO(), io.StringIO()
+    settings = Settings(
+        model=spec, workspace=workspace, jobs=2, max_turns=1, max_tokens=max_tokens,
+        constrain="never", executor="ray" if address else "local", ray_address=address,
+    )  # fmt: skip
+    started = time.perf_counter()
+    code = run_tasks(settings, tasks, out=out, err=err, env={})
+    wall = time.perf_counter() - started
+    statuses = [json.loads(x)["status"] for x in out.getvalue().splitlines() if '"result"' in x]
+    if code not in (0, 3) or any(s not in ("done", "max_turns") for s in statuses):
+        raise SystemExit(f"{'ray' if address else 'local'} {spec}: exit {code}\n{err.getvalue()}")
+    return wall
+
+
+def bench_ray(args, tasks: Path, workspace: Path, tmp_path: Path) -> None:
+    from tests.ray_cluster import local_cluster
+
+    os.environ["BOSUN_PREFIX_CACHE"] = str(tmp_path / "prefix-states")  # never the user's
+    script = tmp_path / "answer.jsonl"
+    script.write_text(json.dumps({"completion": "Done."}) + "\n", encoding="utf-8")
+    models = [("scripted (no model work)", f"scripted:{script}"), (args.model, args.model)]
+    rows = []
+    load = os.getloadavg()
+    with local_cluster(num_cpus=2) as address:
+        ray_batch(tasks, f"scripted:{script}", workspace, args.max_tokens, address)  # warm-up
+        for label, spec in models:
+            local = min(
+                ray_batch(tasks, spec, workspace, args.max_tokens, None) for _ in range(args.repeat)
+            )
+            remote = min(
+                ray_batch(tasks, spec, workspace, args.max_tokens, address)
+                for _ in range(args.repeat)
+            )
+            rows.append((label, local, remote))
+    print(
+        f"\n{args.tasks} one-turn tasks, --jobs 2, max_tokens {args.max_tokens}, best of"
+        f" {args.repeat}; Ray: a 2-CPU cluster on 127.0.0.1; load before"
+        f" {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+    )
+    print(f"{'model':>26}  {'local s':>7}  {'ray s':>7}  {'ray/local':>9}  ray - local")
+    for label, local, remote in rows:
+        extra = remote - local
+        print(
+            f"{label:>26}  {local:>7.2f}  {remote:>7.2f}  {remote / local:>8.2f}×"
+            f"  {extra:+.2f} s ({extra / args.tasks * 1000:+.0f} ms a task)"
+        )
+    _, local, remote = rows[0]
+    print(
+        f"Ray's own overhead (the scripted row: no model work): {remote - local:.2f} s"
+        f" for the batch, {(remote - local) / args.tasks * 1000:.0f} ms a task"
+    )
 
 
 def bench_server(args, tasks: Path, workspace: Path, tmp_path: Path) -> None:

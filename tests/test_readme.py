@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import re
+import secrets
 import shlex
 import shutil
 import subprocess
@@ -123,6 +124,27 @@ CASES: dict[str, tuple[Case, ...]] = {
     "bosun run --tasks tasks.jsonl --jobs 4": (
         Case(("run", "--tasks", "tasks.jsonl", "--jobs", "4"), shows='"task"'),
     ),
+    "bosun run --tasks tasks.jsonl --shard 1/2 --results out": (
+        Case(
+            ("run", "--tasks", "tasks.jsonl", "--shard", "1/2", "--results", "out"),
+            shows='"shard": "1/2"',
+        ),
+    ),
+    # t0 and t1 are both in shard 1 of 2: shard 2 alone leaves them missing
+    "bosun tasks merge out": (
+        Case(
+            ("run", "--tasks", "tasks.jsonl", "--shard", "2/2", "--results", "half"),
+            shows='"tasks": 0',
+        ),
+        Case(("tasks", "merge", "half"), code=1, shows="(no summary from shard 1/2): t0, t1"),
+    ),
+    # RAY_ADDRESS unset and no `ray start` here: a cluster of its own for the batch
+    "bosun run --tasks tasks.jsonl --executor ray --jobs 2": (
+        Case(
+            ("run", "--tasks", "tasks.jsonl", "--executor", "ray", "--jobs", "2"),
+            shows="model loads per actor",
+        ),
+    ),
     'bosun run "…" --model openai:http://127.0.0.1:8080/v1#qwen3-coder': (
         Case(("run", PROMPT, "--model", "openai:{url}#smollm2-135m")),
     ),
@@ -182,6 +204,13 @@ def bosun(place: dict[str, str], case: Case, **extra: str) -> subprocess.Complet
     values = {**place, **extra}
     argv = [arg.format(**values) for arg in case.argv]
     env = {**os.environ, "BOSUN_HOME": place["home"], "NO_COLOR": "1", "COLUMNS": "120"}
+    # `--executor ray` starts a cluster of its own, whose token stays out of ~/.ray
+    env.pop("RAY_ADDRESS", None)
+    token = Path(place["home"]) / "ray_auth_token"
+    if not token.exists():
+        token.parent.mkdir(parents=True, exist_ok=True)
+        token.write_text(secrets.token_hex(32))
+    env["RAY_AUTH_TOKEN_PATH"] = str(token)
     return subprocess.run(
         [sys.executable, "-m", "agent", *argv],
         cwd=place["ws"],

@@ -17,6 +17,7 @@ from agent.cli import acp as cli_acp
 from agent.cli import admin as cli_admin
 from agent.cli import checkpoints as cli_checkpoints
 from agent.cli import info as cli_info
+from agent.cli import tasks as cli_tasks
 from agent.cli.common import (
     EXIT_USAGE,
     WORKSPACE_HOOKS_HELP,
@@ -36,6 +37,15 @@ from agent.cli.common import (
     fail,
     mcp_servers,
     tool_changes,
+)
+from agent.cli.tasks import (
+    Executor,
+    ExecutorOpt,
+    RayAddressOpt,
+    RedoOpt,
+    ResultsOpt,
+    ShardOpt,
+    batch_flags,
 )
 
 
@@ -185,6 +195,11 @@ def run(
             " failing on its own while the other lines run."
         ),
     ] = False,
+    shard: ShardOpt = None,
+    results: ResultsOpt = None,
+    redo: RedoOpt = False,
+    executor: ExecutorOpt = Executor.local,
+    ray_address: RayAddressOpt = None,
     ablate: Annotated[
         str,
         typer.Option(
@@ -222,6 +237,7 @@ def run(
         approve = Approve.auto
     if tasks is not None and prompt is not None:
         fail("give a PROMPT or --tasks FILE, not both", EXIT_USAGE)
+    batch_flags(tasks, shard, results, redo, executor, ray_address)
     from agent.run.settings import Settings
     from agent.tools.sandbox import resolve_sandbox
 
@@ -249,6 +265,11 @@ def run(
         output=output.value,
         jobs=jobs,
         strict=strict,
+        shard=shard,
+        results=results,
+        redo=redo,
+        executor=executor.value,
+        ray_address=ray_address,
         **checks,
     )
     if tasks is not None:
@@ -368,5 +389,6 @@ app.add_typer(cli_admin.cache_app, name="cache")
 app.add_typer(cli_admin.contracts_app, name="contracts")
 app.add_typer(cli_admin.mcp_app, name="mcp")
 app.add_typer(cli_checkpoints.checkpoints_app, name="checkpoints")
+app.add_typer(cli_tasks.tasks_app, name="tasks")
 app.command("config")(cli_admin.config_command)
 app.command("acp")(cli_acp.acp)

@@ -88,14 +88,18 @@ def open_model(
     context_size: int | None = None,
     keyless: bool = False,
     request_timeout: float | None = 600.0,
+    threads: int | None = None,
 ) -> tuple[Driver, ModelProfile]:
     """The driver for `spec` and the profile of the model behind it. The profile comes
     first: a bad model file or capabilities.toml fails before seconds of loading.
     `keyless`: a server the user did not choose (a workspace file did) gets a
-    placeholder key, never BOSUN_API_KEY / OPENAI_API_KEY."""
+    placeholder key, never BOSUN_API_KEY / OPENAI_API_KEY. `threads`: the in-process
+    model's CPU threads (None: every core; a batch's Ray actor takes its share)."""
     profile = profile_of(spec)
     local = not spec.lower().startswith("openai:")  # a server sets its own context
     options: dict[str, Any] = {"n_ctx": context_size} if context_size and local else {}
+    if threads and local and not spec.lower().startswith("scripted:"):
+        options["n_threads"] = threads
     if keyless and not local:
         from drivers.openai_http import DUMMY_KEY
 

@@ -61,6 +61,11 @@ class Settings:
     output: str = "text"  # headless: text | jsonl
     jobs: int = 1  # batch: tasks at once (the backend may allow fewer)
     strict: bool = False  # batch: any bad line refuses the whole file
+    shard: str | None = None  # batch: "K/N" (None: Slurm's or Kubernetes' own, or all)
+    results: Path | None = None  # batch: one result file per task; a rerun skips them
+    redo: bool = False  # batch: run tasks again even where --results has them
+    executor: str = "local"  # batch: local (threads here) | ray
+    ray_address: str | None = None  # batch, --executor ray: the cluster (None: ray's own)
     checkpoint_max_mb: float = 10.0  # bigger files are left out of the snapshots
     hooks: tuple[HookSpec, ...] = ()  # from the config files (agent.run.config)
     allow_workspace_hooks: bool = False  # run hooks the workspace names, unapproved

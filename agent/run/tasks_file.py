@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -16,24 +16,56 @@ from agent.run.config import looser_approval
 from agent.run.settings import Settings
 from agent.tools.permissions import APPROVE_MODES
 
-TASK_KEYS = ("id", "prompt", "workspace", "max_turns", "max_tokens", "approve")
+TASK_KEYS = (
+    "id",
+    "prompt",
+    "workspace",
+    "max_turns",
+    "max_tokens",
+    "approve",
+    "copy_workspace",
+    "repo",
+    "commit",
+)
 # A tasks file is read whole before anything runs; `--tasks /dev/zero` or an endless
 # pipe must end in a usage error, not in memory running out.
 MAX_TASKS_BYTES = 32 * 1024 * 1024
 
 
 @dataclass(frozen=True)
+class CopyOf:
+    """`"copy_workspace": true`: the task runs in its own copy of this folder."""
+
+    path: Path
+
+
+@dataclass(frozen=True)
+class GitCheckout:
+    """`"repo"` + `"commit"`: the task runs in a fresh clone, checked out there."""
+
+    repo: str
+    commit: str
+
+
+@dataclass(frozen=True)
 class Task:
     """One line of a tasks file: its id, its prompt, and the batch's settings with what
-    the line sets itself (workspace, budgets, an approve mode no looser than the flag's)."""
+    the line sets itself (workspace, budgets, an approve mode no looser than the flag's).
+    `source`: where its own workspace is built from, where it runs
+    (agent.run.batch.workspaces); None: it runs in `settings.workspace` itself."""
 
     id: str
     prompt: str
     settings: Settings
+    source: CopyOf | GitCheckout | None = None
 
     @property
     def workspace(self) -> Path:
         return self.settings.workspace
+
+    def but(self, **changes: Any) -> Task:
+        """The task with its settings changed (its built workspace)."""
+        return replace(self, settings=self.settings.but(**changes))
 
 
 # --- the tasks file -----------------------------------------------------------------
@@ -68,16 +100,22 @@ def parse_task(data: Any, where: str, base: Path, opts: Settings) -> Task:
     prompt = data.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         raise UsageError(f'{where}: task {task_id!r} needs a "prompt" (a non-empty string)')
+    source = _source(data, where, task_id, base)
     workspace = opts.workspace
-    if "workspace" in data:
+    if isinstance(source, GitCheckout):
+        pass  # built where the task runs; the batch's workspace is only a placeholder
+    elif "workspace" in data:
         raw = data["workspace"]
         if not isinstance(raw, str) or not raw:
             raise UsageError(f'{where}: "workspace" must be a folder path')
         workspace = base / Path(raw).expanduser()  # an absolute path replaces base
-    try:
-        workspace = check_workspace(workspace)
-    except UsageError as exc:
-        raise UsageError(f"{where}: task {task_id!r}: {exc}") from None
+    if not isinstance(source, GitCheckout):
+        try:
+            workspace = check_workspace(workspace)
+        except UsageError as exc:
+            raise UsageError(f"{where}: task {task_id!r}: {exc}") from None
+    if source is not None and not isinstance(source, GitCheckout):
+        source = CopyOf(workspace)
     approve = data.get("approve", opts.approve)
     if approve not in APPROVE_MODES:
         raise UsageError(
@@ -95,7 +133,35 @@ def parse_task(data: Any, where: str, base: Path, opts: Settings) -> Task:
         max_tokens=_positive_int(data.get("max_tokens", opts.max_tokens), where, "max_tokens"),
         approve=approve,
     )
-    return Task(task_id, prompt, own)
+    return Task(task_id, prompt, own, source)
+
+
+def _source(
+    data: dict[str, Any], where: str, task_id: str, base: Path
+) -> CopyOf | GitCheckout | None:
+    """Where the task's own workspace comes from (CopyOf's path is filled in later)."""
+    copy = data.get("copy_workspace", False)
+    if not isinstance(copy, bool):
+        raise UsageError(f'{where}: "copy_workspace" must be true or false')
+    repo, commit = data.get("repo"), data.get("commit")
+    if repo is None and commit is None:
+        return CopyOf(Path()) if copy else None
+    if copy or "workspace" in data:
+        raise UsageError(
+            f'{where}: task {task_id!r}: "repo" is a workspace of its own; drop'
+            ' "workspace" and "copy_workspace"'
+        )
+    for key, value in (("repo", repo), ("commit", commit)):
+        if not isinstance(value, str) or not value.strip() or value.startswith("-"):
+            raise UsageError(
+                f'{where}: task {task_id!r}: "repo" and "commit" go together, each a'
+                f" non-empty string not starting with '-' ({key!r} is {value!r})"
+            )
+    assert isinstance(repo, str) and isinstance(commit, str)  # checked just above
+    local = base / Path(repo).expanduser()
+    if "://" not in repo and local.exists():  # a path: relative to the tasks file's folder
+        repo = str(local.resolve())
+    return GitCheckout(repo, commit)
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -281,6 +281,22 @@ def resolve_sandbox(
         allow_net=allow_net,
         allow_git_writes=allow_git_writes,
         read_only=shown,
+        process_limit=found.process_limit,
+        cgroup_base=found.cgroup_base,
+    )
+
+
+def rebind(policy: SandboxPolicy) -> SandboxPolicy | str:
+    """`policy`, resolved on another machine, as it can run on this one (this machine's
+    bwrap, shell and process limit; the user's choices kept), or why it cannot: a batch
+    worker that cannot sandbox refuses the task rather than run bash unsandboxed."""
+    found = probe()
+    if isinstance(found, str):
+        return found
+    return replace(
+        policy,
+        bwrap=found.bwrap,
+        shell=found.shell,
         process_limit=found.process_limit,
         cgroup_base=found.cgroup_base,
     )

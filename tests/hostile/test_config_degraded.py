@@ -326,7 +326,7 @@ def full_disk(bosun_home: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     sessions.mkdir(parents=True, exist_ok=True)
     (sessions / "full.jsonl").symlink_to("/dev/full")
     monkeypatch.setattr("agent.run.headless.new_session_id", lambda: "full")
-    monkeypatch.setattr("agent.run.batch.new_session_id", lambda: "full")
+    monkeypatch.setattr("agent.run.batch.task.new_session_id", lambda: "full")
     return "cannot write the session file"
 
 

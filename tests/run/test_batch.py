@@ -1,4 +1,6 @@
-"""`bosun run --tasks`: many tasks, one driver, whole JSONL lines, honest exit codes."""
+"""`bosun run --tasks`: many tasks, one driver, whole JSONL lines, honest exit codes.
+(The tasks file's bad lines: test_batch_lines.py; shards, results, merge and workspaces
+that travel: test_batch_scale.py; Ray: test_batch_ray.py.)"""
 
 from __future__ import annotations
 
@@ -13,89 +15,19 @@ from typing import Any
 
 import pytest
 
-from agent.run.assemble import open_model
-from agent.run.batch import DriverPool, load_tasks, run_tasks
-from agent.run.settings import Settings
-from drivers.base import Chunk, DriverError, DriverInfo, Request, Usage, UsageError
+from agent.run.batch import DriverPool, run_tasks
+from drivers.base import Chunk, DriverInfo, Request
 from drivers.scripted import ScriptedDriver
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "batch"
-SCRIPT = FIXTURES / "read_notes.script.jsonl"
-
-
-Options = tuple[Settings, Path]
-
-
-def options(tasks: Path, **kw: Any) -> Options:
-    """A batch's settings and its tasks file (the two things `run_tasks` takes)."""
-    kw.setdefault("model", f"scripted:{SCRIPT}")
-    kw.setdefault("workspace", FIXTURES / "ws")
-    return Settings(**kw), tasks
-
-
-def write_tasks(path: Path, *tasks: dict[str, Any] | str) -> Path:
-    lines = [t if isinstance(t, str) else json.dumps(t) for t in tasks]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-def run(opts: Options, **kw: Any) -> tuple[int, list[dict[str, Any]]]:
-    out = io.StringIO()
-    code = run_tasks(*opts, out=out, err=io.StringIO(), **kw)
-    return code, [json.loads(line) for line in out.getvalue().splitlines()]
-
-
-def by_task(events: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    tasks: dict[str, list[dict[str, Any]]] = {}
-    for e in events:
-        if e["type"] != "summary":
-            tasks.setdefault(e["task"], []).append(e)
-    return tasks
-
-
-def piece_text(i: int) -> str:
-    """A long chunk (so torn writes would show) that does not repeat itself, which the
-    runtime's loop guard would cut short."""
-    return "".join(f"word{i}.{j} " for j in range(40))
-
-
-class FakeDriver:
-    """A thread-safe stand-in for a server: streams `pieces` chunks per call, fails on
-    prompts that ask it to, and records how many streams ran at once."""
-
-    model = "fake"
-
-    def __init__(self, pieces: int = 5, delay: float = 0.0, max_concurrency: int = 8) -> None:
-        self.pieces = pieces
-        self.delay = delay
-        self.info = DriverInfo(max_concurrency=max_concurrency)
-        self.active = 0
-        self.peak = 0
-        self.closed = False
-        self._lock = threading.Lock()
-
-    def stream(self, request: Request, **_ignored: Any) -> Iterator[Chunk]:
-        # halt is ignored: this stand-in never stops early by itself
-        prompt = request.prompt
-        with self._lock:
-            self.active += 1
-            self.peak = max(self.peak, self.active)
-        try:
-            if "BOOM" in prompt:
-                raise DriverError("http://gpu-box:8000/v1: the completions stream broke off")
-            if "BUG" in prompt:
-                raise RuntimeError("harness bug")
-            for i in range(self.pieces):
-                time.sleep(self.delay)
-                yield Chunk(piece_text(i))
-            yield Chunk("", usage=Usage(100, 60, self.pieces, 1.0), finish_reason="stop")
-        finally:
-            with self._lock:
-                self.active -= 1
-
-    def close(self) -> None:
-        self.closed = True
-
+from tests.run.batch_helpers import (
+    FIXTURES,
+    SCRIPT,
+    FakeDriver,
+    by_task,
+    options,
+    piece_text,
+    run,
+    write_tasks,
+)
 
 # --- the scripted model -------------------------------------------------------------
 
@@ -295,126 +227,3 @@ def test_progress_bar_only_when_stderr_is_a_terminal_and_stdout_is_not(tmp_path:
 
 
 # --- a bad tasks file ---------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("lines", "message"),
-    [
-        ([], "no tasks in {path}"),
-        (['{"id": "a", "prompt": "p"}', "{not json"], "{path}:2: not valid JSON"),
-        (["[1, 2]"], "{path}:1: expected a JSON object"),
-        (['{"prompt": "p"}'], '{path}:1: every task needs an "id"'),
-        (['{"id": "", "prompt": "p"}'], '{path}:1: every task needs an "id"'),
-        (['{"id": "a"}'], "{path}:1: task 'a' needs a \"prompt\""),
-        (['{"id": "a", "prompt": "  "}'], "{path}:1: task 'a' needs a \"prompt\""),
-        (
-            ['{"id": "a", "prompt": "p"}', "", '{"id": "a", "prompt": "q"}'],
-            "{path}:3: duplicate task id 'a' (first on line 1)",
-        ),
-        (
-            ['{"id": "a", "prompt": "p", "workspace": "nowhere"}'],
-            "{path}:1: task 'a': workspace does not exist: ",
-        ),
-        (['{"id": "a", "prompt": "p", "max_turn": 3}'], "{path}:1: unknown key(s) max_turn"),
-        (
-            ['{"id": "a", "prompt": "p", "max_turns": 0}'],
-            "{path}:1: 'max_turns' must be a positive",
-        ),
-        (
-            ['{"id": "a", "prompt": "p", "max_turns": true}'],
-            "{path}:1: 'max_turns' must be a positive",
-        ),
-        (
-            ['{"id": "a", "prompt": "p", "approve": "yolo"}'],
-            '{path}:1: "approve" must be one of ask,',
-        ),
-    ],
-)
-def test_strict_bad_tasks_file_fails_before_anything_runs(
-    tmp_path: Path, bosun_home: Path, lines: list[str], message: str
-) -> None:
-    path = tmp_path / "tasks.jsonl"
-    path.write_text("\n".join(lines), encoding="utf-8")
-    # The model does not exist either: the tasks file must be what is reported.
-    opts = options(path, model="scripted:/nonexistent/script.jsonl", strict=True)
-    out = io.StringIO()
-    with pytest.raises(UsageError) as info:
-        run_tasks(*opts, out=out, err=io.StringIO())
-    assert str(info.value).startswith(message.format(path=path))
-    assert "\n" not in str(info.value)
-    assert out.getvalue() == "" and not (bosun_home / "sessions").exists()
-
-
-def test_bad_lines_fail_alone_and_the_good_ones_run(tmp_path: Path, bosun_home: Path) -> None:
-    path = write_tasks(
-        tmp_path / "t.jsonl",
-        {"id": "a", "prompt": "p"},
-        "{oops",
-        {"id": "b", "prompt": "q", "max_turn": 3},
-        "",
-        {"id": "a", "prompt": "again"},
-        {"id": "c", "prompt": "r"},
-    )
-    code, events = run(options(path, jobs=2), driver=FakeDriver(pieces=1))
-    assert code == 1
-    tasks = by_task(events)
-    assert set(tasks) == {"a", "c", "line 2", "line 3", "line 5"}
-    assert tasks["a"][-1]["status"] == tasks["c"][-1]["status"] == "done"
-    expected = {
-        "line 2": f"{path}:2: not valid JSON (Expecting property name enclosed in double quotes)",
-        "line 3": f"{path}:3: unknown key(s) max_turn (known: ",
-        "line 5": f"{path}:5: duplicate task id 'a' (first on line 1)",
-    }
-    for label, message in expected.items():
-        diagnostic, result = tasks[label]
-        assert diagnostic["type"] == "diagnostic" and diagnostic["message"].startswith(message)
-        assert result["type"] == "result" and result["status"] == "error"
-        assert result["error"] == diagnostic["message"] and "\n" not in result["error"]
-    summary = events[-1]
-    assert (summary["tasks"], summary["done"], summary["failed"]) == (5, 2, 3)
-
-
-def test_all_lines_bad_reports_them_without_loading_the_model(
-    tmp_path: Path, bosun_home: Path
-) -> None:
-    path = write_tasks(tmp_path / "t.jsonl", "[1]", '{"id": "x"}')
-    code, events = run(options(path, model="scripted:/nonexistent/script.jsonl"))
-    assert code == 1
-    assert [(e["type"], e.get("task")) for e in events] == [
-        ("diagnostic", "line 1"),
-        ("result", "line 1"),
-        ("diagnostic", "line 2"),
-        ("result", "line 2"),
-        ("summary", None),
-    ]
-    assert events[-1]["failed"] == 2 and not (bosun_home / "sessions").exists()
-
-
-def test_an_empty_tasks_file_is_still_a_usage_error(tmp_path: Path) -> None:
-    path = write_tasks(tmp_path / "t.jsonl", "", "  ")
-    with pytest.raises(UsageError, match="no tasks in"):
-        run_tasks(*options(path), out=io.StringIO(), driver=FakeDriver())
-
-
-def test_missing_tasks_file(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match=r"tasks file not found: .*nope\.jsonl"):
-        load_tasks(*options(tmp_path / "nope.jsonl"))
-
-
-def test_bad_model_is_reported_after_the_tasks_check(tmp_path: Path) -> None:
-    tasks = write_tasks(tmp_path / "t.jsonl", {"id": "a", "prompt": "p"})
-    with pytest.raises(UsageError, match="scripted model file not found"):
-        run_tasks(*options(tasks, model="scripted:/nonexistent.jsonl"), out=io.StringIO())
-
-
-def test_constrain_always_without_grammar_support_is_a_usage_error(tmp_path: Path) -> None:
-    tasks = write_tasks(tmp_path / "t.jsonl", {"id": "a", "prompt": "p"})
-    driver = FakeDriver()
-    with pytest.raises(UsageError, match="--constrain always: the fake backend takes no grammar"):
-        run_tasks(*options(tasks, constrain="always"), out=io.StringIO(), driver=driver)
-    assert driver.closed
-
-
-def test_wire_is_only_for_servers() -> None:
-    with pytest.raises(UsageError, match="--api is for openai: models"):
-        open_model(f"scripted:{SCRIPT}", api="completions")
