@@ -20,6 +20,7 @@ from agent.loop.checks import Checks
 from agent.loop.compact import Compactor
 from agent.loop.constraint import constraint_for
 from agent.loop.context import Counter, Limits, View
+from agent.loop.repomap import PromptMap, auto_budget
 from agent.loop.runtime import Agent, Seat
 from agent.mcp.connection import warn
 from agent.mcp.hub import Hub
@@ -239,7 +240,9 @@ class Assembly:
         model's own set (its profile's changes) with the user's changes on top."""
         settings = settings or self.settings
         with_skills = ("+skill",) if find_skills(settings.workspace) else ()
-        changes = (*self.profile.tool_changes, *with_skills, *settings.tools)
+        # the map names definitions; these tools look into them
+        with_map = ("+outline", "+find_symbol") if map_budget(settings, self.driver) else ()
+        changes = (*self.profile.tool_changes, *with_skills, *with_map, *settings.tools)
         return default_registry(self.hub.tools() if self.hub is not None else (), changes)
 
     def agent(
@@ -274,6 +277,7 @@ class Assembly:
             retain="retention" not in settings.ablate,
             cancel=cancel if cancel is not None else Cancel(),
             checks=checks_for(settings),
+            repo_map=prompt_map(settings, driver or self.driver),
         )
 
     def _hooks(self, emit: ev.Emit, settings: Settings) -> Hooks | None:
@@ -300,6 +304,25 @@ class Assembly:
         finally:
             if self.hub is not None:
                 self.hub.close()
+
+
+def map_budget(settings: Settings, driver: Driver) -> int:
+    """The repository map's tokens: the user's `repo_map_tokens`, else by the context."""
+    if settings.repo_map_tokens is not None:
+        return settings.repo_map_tokens
+    return auto_budget(settings.context_size or driver.info.n_ctx)
+
+
+def prompt_map(settings: Settings, driver: Driver) -> PromptMap | None:
+    """The map an agent shows its model (None: no budget), counted by the model's own
+    tokenizer where there is one."""
+    budget = map_budget(settings, driver)
+    if budget <= 0:
+        return None
+    tokenize = driver.info.tokenize
+    if tokenize is None:
+        return PromptMap(settings.workspace, budget)
+    return PromptMap(settings.workspace, budget, lambda text: len(tokenize(text)))
 
 
 def checks_for(settings: Settings) -> Checks:
