@@ -78,7 +78,7 @@ class PromptMap:
             for path in _PATHISH.findall(prompt[:20_000]):
                 personal[path.removeprefix("./")] = personal.get(path, 0.0) + 1.0
             current = repo_map(self.workspace, personal=personal, mentioned=mentioned)
-        except Exception:  # noqa: BLE001 - ripgrep missing, a grammar that will not load
+        except Exception:
             return ""
         files = tuple((p, e["size"], e["mtime"]) for p, e in sorted(current.scan.files.items()))
         if files == self._shown:

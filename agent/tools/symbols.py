@@ -27,7 +27,7 @@ _NAME = re.compile(r"[A-Za-z_$][\w$]*(?:[.:][A-Za-z_$][\w$]*)*")
 
 @tool("read")
 def outline(ctx: ToolContext, path: str) -> str:
-    """List the definitions (classes, functions, methods, constants) of a source file, with line numbers.
+    """List the classes, functions, methods and constants of a source file, with lines.
 
     Args:
         path: source file path relative to the workspace root

@@ -51,7 +51,7 @@ class RepoMap:
 def repo_map(
     root: Path,
     *,
-    personal: Mapping[str, float] = {},  # noqa: B006 - read only
+    personal: Mapping[str, float] = {},
     mentioned: Iterable[str] = (),
     use_cache: bool = True,
 ) -> RepoMap:
@@ -61,4 +61,4 @@ def repo_map(
     return RepoMap(found, rank_definitions(found.files, personal, mentioned))
 
 
-__all__ = ["RepoMap", "Ranked", "Scan", "repo_map", "scan"]
+__all__ = ["Ranked", "RepoMap", "Scan", "repo_map", "scan"]

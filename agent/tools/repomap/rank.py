@@ -104,7 +104,7 @@ def _known(files: Mapping[str, Entry], personal: Mapping[str, float]) -> dict[st
 
 def rank_definitions(
     files: Mapping[str, Entry],
-    personal: Mapping[str, float] = {},  # noqa: B006 - read only
+    personal: Mapping[str, float] = {},
     mentioned: Iterable[str] = (),
 ) -> list[Ranked]:
     """Every definition in `files`, most important first."""
