@@ -306,11 +306,13 @@ class Assembly:
                 self.hub.close()
 
 
-def map_budget(settings: Settings, driver: Driver) -> int:
-    """The repository map's tokens: the user's `repo_map_tokens`, else by the context."""
+def map_budget(settings: Settings, driver: Driver | None) -> int:
+    """The repository map's tokens: the user's `repo_map_tokens`, else by the context
+    (none while there is no model to say what its context is)."""
     if settings.repo_map_tokens is not None:
         return settings.repo_map_tokens
-    return auto_budget(settings.context_size or driver.info.n_ctx)
+    info = getattr(driver, "info", None)
+    return auto_budget(settings.context_size or getattr(info, "n_ctx", None))
 
 
 def prompt_map(settings: Settings, driver: Driver) -> PromptMap | None:

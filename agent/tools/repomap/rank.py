@@ -22,8 +22,12 @@ from agent.tools.repomap.cache import Entry
 
 DAMPING = 0.85
 ITERATIONS = 40
-TOLERANCE = 1e-8
+TOLERANCE = 1e-6  # per node: ranks are compared, not printed
 MANY_DEFINERS = 5  # a name defined in more files than this is too common to tell much
+# …and one defined in more than this many tells nothing of which file a use means
+# (`run`, `__init__`): left out of the graph, which keeps it at most this many edges
+# per name a file uses
+MAX_DEFINERS = 20
 _SPECIFIC = re.compile(r"^(?=.{8,})([a-z0-9]+_[a-z0-9_]+|[A-Za-z][a-z0-9]+[A-Z]\w*)$")
 
 
@@ -55,37 +59,38 @@ def pagerank(
 ) -> dict[str, float]:
     """Stationary rank of a random walk that follows weighted edges with probability
     DAMPING and otherwise jumps to a node drawn from `personal` (uniform when empty);
-    a node without out-edges jumps the same way."""
+    a node without out-edges jumps the same way. Lists indexed by node, not dicts:
+    this runs at every request, and a warm map has half a second in all."""
     n = len(nodes)
     if n == 0:
         return {}
-    known = set(nodes)
-    total = sum(v for k, v in personal.items() if k in known and v > 0)
-    if total > 0:
-        jump = {k: max(personal.get(k, 0.0), 0.0) / total for k in nodes}
-    else:
-        jump = dict.fromkeys(nodes, 1.0 / n)
-    out_weight = {src: sum(dst.values()) for src, dst in edges.items()}
-    rank = dict(jump)
+    index = {k: i for i, k in enumerate(nodes)}
+    weights = [max(personal.get(k, 0.0), 0.0) for k in nodes]
+    total = sum(weights)
+    jump = [w / total for w in weights] if total > 0 else [1.0 / n] * n
+    adjacency: list[tuple[int, list[tuple[int, float]]]] = []
+    for src, dsts in edges.items():
+        out = sum(dsts.values())
+        if src in index and out > 0:
+            pairs = [(index[d], w / out) for d, w in dsts.items() if d in index]
+            adjacency.append((index[src], pairs))
+    has_out = [False] * n
+    for i, _ in adjacency:
+        has_out[i] = True
+    rank = list(jump)
     for _ in range(ITERATIONS):
-        nxt = {k: (1 - DAMPING) * jump[k] for k in nodes}
-        dangling = 0.0
-        for src, r in rank.items():
-            w = out_weight.get(src, 0.0)
-            if w <= 0:
-                dangling += r
-                continue
-            share = DAMPING * r / w
-            for dst, ew in edges[src].items():
-                nxt[dst] += share * ew
-        if dangling:
-            for k in nodes:
-                nxt[k] += DAMPING * dangling * jump[k]
-        delta = sum(abs(nxt[k] - rank[k]) for k in nodes)
+        dangling = sum(r for r, out in zip(rank, has_out, strict=True) if not out)
+        spread = DAMPING * dangling + (1 - DAMPING)
+        nxt = [spread * j for j in jump]
+        for i, pairs in adjacency:
+            share = DAMPING * rank[i]
+            for j, w in pairs:
+                nxt[j] += share * w
+        delta = sum(abs(a - b) for a, b in zip(nxt, rank, strict=True))
         rank = nxt
         if delta < TOLERANCE * n:
             break
-    return rank
+    return dict(zip(nodes, rank, strict=True))
 
 
 def _known(files: Mapping[str, Entry], personal: Mapping[str, float]) -> dict[str, float]:
@@ -114,25 +119,25 @@ def rank_definitions(
     for path, entry in files.items():
         for name, *_ in entry["defs"]:
             definers[name].add(path)
-    edges: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    flows: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    edges: dict[str, dict[str, float]] = {}
+    uses: list[tuple[str, str, str, float]] = []  # (src, dst, name, weight)
     for src, entry in files.items():
-        for name, uses in entry["refs"].items():
+        out = edges[src] = {}
+        for name, count in entry["refs"].items():
             where = definers.get(name)
-            if not where:
+            if not where or len(where) > MAX_DEFINERS:
                 continue
             # an ambiguous name's use is shared among the files that define it
-            w = _weight(name, len(where), mentioned) * math.sqrt(max(uses, 1)) / len(where)
+            w = _weight(name, len(where), mentioned) * math.sqrt(max(count, 1)) / len(where)
             for dst in where:
-                edges[src][dst] += w
-                flows[(src, dst)][name] += w
+                out[dst] = out.get(dst, 0.0) + w
+                uses.append((src, dst, name, w))
     nodes = sorted(files)
     rank = pagerank(nodes, edges, personal)
+    totals = {src: sum(out.values()) for src, out in edges.items()}
     score: dict[tuple[str, str], float] = defaultdict(float)
-    for (src, dst), names in flows.items():
-        out = sum(edges[src].values())
-        for name, w in names.items():
-            score[(dst, name)] += rank[src] * w / out
+    for src, dst, name, w in uses:
+        score[(dst, name)] += rank[src] * w / totals[src]
     ranked = []
     for path, entry in files.items():
         base = rank.get(path, 0.0) * 1e-3 / max(len(entry["defs"]), 1)

@@ -10,9 +10,12 @@ was skipped is counted, so the map can say so.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
+import subprocess
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +32,7 @@ MAX_FILE_BYTES = 1024 * 1024  # a larger file is data or generated, not code to 
 MAX_FILES = 5_000  # files mapped at most (the first, in path order)
 MAX_DEPTH = 16  # folders below the root; deeper files are not listed
 PARALLEL_OVER = 48  # new files parsed in worker processes past this many
+WORKER_TIMEOUT_S = 120.0
 HEAD_BYTES = 8192
 MINIFIED_LINE = 400  # average characters per line past which a file counts as minified
 GENERATED_NAME = re.compile(r"(\.min\.[a-z]+|_pb2\.pyi?|\.pb\.go|\.generated\.[a-z]+)$")
@@ -127,30 +131,50 @@ def parse_file(root: Path, rel: str, lang: str) -> Entry:
     }
 
 
-def _parse_batch(root: str, items: list[tuple[str, str]]) -> list[tuple[str, Entry]]:
-    return [(rel, parse_file(Path(root), rel, lang)) for rel, lang in items]
+def _parse_batch(root: Path, items: list[tuple[str, str]]) -> dict[str, Entry]:
+    return {rel: parse_file(root, rel, lang) for rel, lang in items}
 
 
 def _parse_all(root: Path, todo: list[tuple[str, str]]) -> dict[str, Entry]:
-    """Parse `todo` here, or across worker processes when there are many: a cold map of
-    thousands of files is CPU-bound, and tree-sitter holds the GIL."""
+    """Parse `todo` here, or across worker processes when there are many (see
+    agent.tools.repomap.worker); whatever a worker did not deliver is parsed here."""
     workers = min(os.cpu_count() or 1, 8)
     if len(todo) <= PARALLEL_OVER or workers < 2:
-        return dict(_parse_batch(str(root), todo))
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    # forkserver: a clean process to fork from (this one may have threads: a batch run)
+        return _parse_batch(root, todo)
     chunks = [todo[k::workers] for k in range(workers)]
-    context = multiprocessing.get_context("forkserver")
+    procs = []
+    for chunk in chunks:
+        job = json.dumps({"root": str(root), "items": chunk}, ensure_ascii=False)
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-P", "-m", "agent.tools.repomap.worker"],  # -P: no cwd
+                cwd=_package_root().split(os.pathsep)[0],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env={**os.environ, "PYTHONPATH": _package_root()},
+            )
+        except OSError:
+            break
+        procs.append((proc, job))
     out: dict[str, Entry] = {}
-    try:
-        with ProcessPoolExecutor(workers, mp_context=context) as pool:
-            for part in pool.map(_parse_batch, [str(root)] * workers, chunks):
-                out.update(part)
-    except (OSError, RuntimeError):  # no processes to be had: do it here
-        return dict(_parse_batch(str(root), todo))
+    for proc, job in procs:
+        try:
+            data, _ = proc.communicate(job.encode("utf-8", "surrogatepass"), WORKER_TIMEOUT_S)
+            out.update((rel, entry) for rel, entry in json.loads(data))
+        except (subprocess.TimeoutExpired, ValueError, TypeError, UnicodeError):
+            proc.kill()
+            proc.wait()
+    rest = [(rel, lang) for rel, lang in todo if rel not in out]
+    out.update(_parse_batch(root, rest))
     return out
+
+
+def _package_root() -> str:
+    """Where `agent` is imported from, so a worker runs this same code."""
+    here = str(Path(__file__).resolve().parents[3])
+    old = os.environ.get("PYTHONPATH")
+    return here + (os.pathsep + old if old else "")
 
 
 def scan(root: Path, *, use_cache: bool = True) -> Scan:
