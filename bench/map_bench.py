@@ -69,7 +69,7 @@ def _go(k: int, a: int, b: int) -> str:
 def _rust(k: int, a: int, b: int) -> str:
     return (
         f"pub const LIMIT_{k}: u32 = {k};\npub struct Service{k} {{ n: u32 }}\n"
-        f"impl Service{k} {{\n    pub fn run(&self, x: u32) -> u32 {{ helper_{a}(x) + self.n }}\n}}\n"
+        f"impl Service{k} {{\n    pub fn run(&self, x: u32) -> u32 {{ helper_{a}(x) }}\n}}\n"
         f"pub fn helper_{k}(x: u32) -> u32 {{ x * {k} }}\npub fn other_{k}(s: Service{b}) {{}}\n"
     )
 

@@ -141,6 +141,10 @@ CASES: dict[str, tuple[Case, ...]] = {
     ),
     "bosun config": (Case(("config",), shows="approve"),),
     "bosun mcp list": (Case(("mcp", "list"), shows="no MCP servers"),),
+    "bosun map --tokens 500": (
+        Case(("map", "--tokens", "500"), shows="calc.py:\n  1: def add(a, b):"),
+        Case(("map", "--json"), shows='"name": "sub"'),
+    ),
     "bosun contracts check --mutate": (
         Case(("contracts", "check", "--mutate", SMALL_CONTRACT), shows="mutant(s) killed"),
     ),

@@ -94,8 +94,9 @@ def test_a_corrupt_or_hostile_cache_is_ignored(tmp_path: Path) -> None:
     target = cache.cache_file(root)
     target.parent.mkdir(parents=True, exist_ok=True)
     info = os.stat(ws / "a.py")
+    planted = [["planted", "function", "x", "y"]]  # a line that is not a number
     fake = {"size": info.st_size, "mtime": info.st_mtime_ns, "lang": "python",
-            "defs": [["planted", "function", "x", "y"]], "refs": {}, "note": "", "skip": ""}  # fmt: skip
+            "defs": planted, "refs": {}, "note": "", "skip": ""}  # fmt: skip
     bad_shapes = {"version": 1, "root": str(root), "files": {"a.py": fake}}
     for content in (
         b"\x00\xff garbage",
