@@ -311,8 +311,8 @@ def map_budget(settings: Settings, driver: Driver | None) -> int:
     (none while there is no model to say what its context is)."""
     if settings.repo_map_tokens is not None:
         return settings.repo_map_tokens
-    info = getattr(driver, "info", None)
-    return auto_budget(settings.context_size or getattr(info, "n_ctx", None))
+    n_ctx = driver.info.n_ctx if driver is not None else None
+    return auto_budget(settings.context_size or n_ctx)
 
 
 def prompt_map(settings: Settings, driver: Driver) -> PromptMap | None:
