@@ -81,8 +81,11 @@ def extract(source: bytes, lang: str) -> Symbols:
     what the file holds; a parse or a query cut short says so in `note`."""
     parser, defs_query, refs_query = _parser_and_queries(lang)
     out = Symbols()
-    tree = parser.parse(source)
-    if tree is None:  # the parse ran out of time
+    try:
+        tree = parser.parse(source)
+    except ValueError:  # py-tree-sitter's word for a parse that ran out of time
+        tree = None
+    if tree is None:
         parser.reset()
         out.note = "parse timed out"
         return out

@@ -212,5 +212,6 @@ def scan(root: Path, *, use_cache: bool = True) -> Scan:
             if entry["note"]:
                 result.skipped["timeout"] += 1
     if use_cache and (todo or set(cached) != set(entries)):
-        cache.save(root, {k: v for k, v in entries.items() if v["mtime"]})
+        # a file cut short (out of time on a busy machine) is tried again next time
+        cache.save(root, {k: v for k, v in entries.items() if v["mtime"] and not v["note"]})
     return result

@@ -66,3 +66,16 @@ def test_a_definition_carries_its_first_line_and_uses_are_references() -> None:
 def test_a_file_that_does_not_parse_still_gives_what_it_can() -> None:
     symbols = extract(b"def good():\n    pass\n\ndef broken(:\n  ))))\n", "python")
     assert "good" in {d.name for d in symbols.definitions}
+
+
+def test_a_parse_out_of_time_is_a_note_not_an_error(monkeypatch) -> None:
+    from agent.tools.repomap import extract as module
+
+    monkeypatch.setattr(module, "PARSE_TIMEOUT_US", 1_000)
+    module._parser_and_queries.cache_clear()
+    try:
+        deep = b"def f():\n    pass\ny = " + b"(" * 300_000 + b")" * 300_000
+        symbols = module.extract(deep, "python")
+    finally:
+        module._parser_and_queries.cache_clear()
+    assert symbols.note == "parse timed out" and symbols.definitions == []
