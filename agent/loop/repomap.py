@@ -66,6 +66,10 @@ class PromptMap:
     count: Callable[[str], int] = approx_tokens
     _shown: tuple[tuple[str, int, int], ...] | None = None  # the files of the map last shown
 
+    def forget(self) -> None:
+        """A new or resumed conversation: the next request gets the map again."""
+        self._shown = None
+
     def note(self, prompt: str, history: Sequence[Message]) -> str:
         """The map to append to this request's message, or "" (unchanged since the last
         one shown, nothing to map, or no budget). Never raises: a map is a help, and a

@@ -158,6 +158,8 @@ class Agent:
         self.gate.reset()
         if self.compactor is not None:
             self.compactor.restart(compactions)
+        if self.repo_map is not None:  # a new conversation has not seen any map
+            self.repo_map.forget()
 
     def set_approve(self, mode: str) -> None:
         self.gate.approve = mode

@@ -61,3 +61,14 @@ def test_the_default_budget_follows_the_context() -> None:
     assert auto_budget(16_384) == 1024
     assert auto_budget(32_768) == 2048
     assert auto_budget(1_000_000) == 4096
+
+
+def test_a_new_conversation_gets_the_map_again(workspace: Path, script_file) -> None:
+    (workspace / "billing.py").write_text("def compute_total(items):\n    return 1\n")
+    chat = _chat(workspace, script_file("one", "two"))
+    chat.send("hello")
+    chat.start_new()  # /clear
+    chat.send("hello again")
+    again = chat.history[1]
+    assert isinstance(again, User) and "def compute_total(items):" in again.content
+    chat.close()
