@@ -41,7 +41,9 @@ def map_command(
     if json_out:
         typer.echo(json.dumps(found.to_json(), ensure_ascii=False, indent=1))
         return
-    text = found.text(tokens)
-    typer.echo(text or "(no definitions found)")
+    from agent.untrusted import visible
+
+    text = found.text(tokens)  # the workspace's own lines: no escape sequence reaches the terminal
+    typer.echo("\n".join(visible(line) for line in text.splitlines()) or "(no definitions found)")
     if not text and found.scan.skipped_note():
         typer.echo(f"({found.scan.skipped_note()})")
