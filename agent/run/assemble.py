@@ -308,11 +308,12 @@ class Assembly:
 
 def map_budget(settings: Settings, driver: Driver | None) -> int:
     """The repository map's tokens: the user's `repo_map_tokens`, else by the context
-    (none while there is no model to say what its context is)."""
-    if settings.repo_map_tokens is not None:
-        return settings.repo_map_tokens
-    n_ctx = driver.info.n_ctx if driver is not None else None
-    return auto_budget(settings.context_size or n_ctx)
+    (none while there is no model to say what its context is); never more than a
+    quarter of a known context, or the map alone could push the task out of it."""
+    n_ctx = settings.context_size or (driver.info.n_ctx if driver is not None else None)
+    if settings.repo_map_tokens is None:
+        return auto_budget(n_ctx)
+    return min(settings.repo_map_tokens, n_ctx // 4) if n_ctx else settings.repo_map_tokens
 
 
 def prompt_map(settings: Settings, driver: Driver) -> PromptMap | None:

@@ -72,3 +72,14 @@ def test_a_new_conversation_gets_the_map_again(workspace: Path, script_file) -> 
     again = chat.history[1]
     assert isinstance(again, User) and "def compute_total(items):" in again.content
     chat.close()
+
+
+def test_a_map_never_takes_more_than_a_quarter_of_the_context(script_file) -> None:
+    from agent.run.assemble import map_budget
+    from drivers.scripted import ScriptedDriver
+
+    driver = ScriptedDriver(script_file("x"), n_ctx=8192)
+    assert map_budget(Settings(repo_map_tokens=30_000), driver) == 2048
+    assert map_budget(Settings(repo_map_tokens=500), driver) == 500
+    assert map_budget(Settings(), driver) == 0  # 8k: off by default
+    assert map_budget(Settings(context_size=32_768), driver) == 2048
