@@ -160,6 +160,14 @@ def config_hooks(workspace: Path | None) -> tuple[Any, ...]:
     return load_config(root if root.is_dir() else None).hooks
 
 
+def config_map_tokens(workspace: Path | None) -> int | None:
+    """`repo_map_tokens` from the config files for this workspace (agent.loop.repomap)."""
+    from agent.run.config import load_config
+
+    root = workspace if workspace is not None else Path.cwd()
+    return load_config(root if root.is_dir() else None).repo_map_tokens
+
+
 def table(rows: list[dict[str, str]], columns: list[str]) -> None:
     """A rich table on a terminal; tab-separated lines (with a header) in a pipe."""
     if not sys.stdout.isatty():

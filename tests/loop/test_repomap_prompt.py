@@ -83,3 +83,26 @@ def test_a_map_never_takes_more_than_a_quarter_of_the_context(script_file) -> No
     assert map_budget(Settings(repo_map_tokens=500), driver) == 500
     assert map_budget(Settings(), driver) == 0  # 8k: off by default
     assert map_budget(Settings(context_size=32_768), driver) == 2048
+
+
+def test_bosun_run_takes_the_budget_from_the_config_file(
+    workspace: Path, script_file, bosun_home: Path, tmp_path: Path
+) -> None:
+    import json
+    import subprocess
+    import sys
+
+    (workspace / "billing.py").write_text("def compute_total(items):\n    return 1\n")
+    (bosun_home / "config.toml").write_text("repo_map_tokens = 300\n")
+    trace = tmp_path / "trace.jsonl"
+    args = ["run", "hi", "--model", f"scripted:{script_file('ok')}", "-w", str(workspace)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "agent", *args, "--trace", str(trace)],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    prompt = json.loads(trace.read_text().splitlines()[0])["prompt"]
+    assert "billing.py:\n  1: def compute_total(items):" in prompt
