@@ -46,6 +46,7 @@ SKIP_REASONS = {
     "generated": "generated or minified",
     "unreadable": "unreadable, or links out of the workspace",
     "timeout": "parsed in part (too slow to parse whole)",
+    "failed": "not parsed (the parser crashed or ran out of time)",
 }
 
 
@@ -158,13 +159,19 @@ def _parse_all(root: Path, todo: list[tuple[str, str]]) -> dict[str, Entry]:
             break
         procs.append((proc, job))
     out: dict[str, Entry] = {}
-    for proc, job in procs:
+    for (proc, job), chunk in zip(procs, chunks, strict=False):
         try:
             data, _ = proc.communicate(job.encode("utf-8", "surrogatepass"), WORKER_TIMEOUT_S)
             out.update((rel, entry) for rel, entry in json.loads(data))
         except (subprocess.TimeoutExpired, ValueError, TypeError, UnicodeError):
             proc.kill()
             proc.wait()
+        if proc.returncode is not None and proc.returncode < 0:
+            # killed by a signal (a parser crash on some file, or out of time): parsing
+            # its files here would bring the crash into bosun itself
+            out.update(
+                {rel: _skipped(0, 0, lang, "failed") for rel, lang in chunk if rel not in out}
+            )
     rest = [(rel, lang) for rel, lang in todo if rel not in out]
     out.update(_parse_batch(root, rest))
     return out

@@ -4,6 +4,7 @@ outside the workspace read, and the map says what it skipped."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import resource
@@ -113,3 +114,22 @@ def test_a_corrupt_or_hostile_cache_is_ignored(tmp_path: Path) -> None:
         target.write_bytes(content)
         names = {r.name for r in repo_map(ws).ranked}
         assert names == {"alpha"}, content[:40]
+
+
+def test_a_worker_that_dies_costs_its_files_not_bosun(tmp_path: Path, monkeypatch) -> None:
+    """A worker killed (out of time here; a parser crash alike) leaves its files out,
+    said, and they are not parsed in bosun's own process instead."""
+    module = importlib.import_module("agent.tools.repomap.scan")
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for k in range(10):
+        (ws / f"m{k}.py").write_text(f"def f{k}():\n    pass\n")
+    monkeypatch.setattr(module, "PARALLEL_OVER", 0)
+    monkeypatch.setattr(module, "WORKER_TIMEOUT_S", 0.001)
+    monkeypatch.setattr(module.os, "cpu_count", lambda: 2)
+    found = module.scan(ws)
+    assert found.skipped["failed"] == 10 and not found.files
+    assert "10 not parsed (the parser crashed or ran out of time)" in found.skipped_note()
+    monkeypatch.setattr(module, "WORKER_TIMEOUT_S", 120.0)  # the failures were not cached
+    assert len(module.scan(ws).files) == 10
