@@ -110,6 +110,11 @@ class ToolResultEvent(AgentEvent):
     id: str
     is_error: bool
     content: str
+    name: str = ""  # the tool's (the call event said it too; a trace wants it here)
+    ms: int = 0  # how long it ran, approval and hooks included
+    # allowed | refused (the approve mode) | declined (the user) | blocked (a hook) |
+    # not_run (budget, cancel, after a "no"); "" where it was never through the gate
+    decision: str = ""
 
 
 @dataclass(frozen=True)
@@ -135,6 +140,9 @@ class TurnFinished(AgentEvent):
     cached_tokens: int
     completion_tokens: int
     ms: int
+    model: str = ""  # the model that answered (a chat can switch mid-session)
+    finish_reason: str = ""  # stop | length | interrupted
+    ttft_ms: int | None = None  # time to the first piece of the reply; None: nothing came
 
 
 @dataclass(frozen=True)

@@ -238,6 +238,13 @@ def latest_session(workspace: Path, directory: Path | None = None) -> Path | Non
     return max(mine, key=lambda p: (p.stat().st_mtime_ns, p.name))
 
 
+# What a resumed session answers such a call with (chat's --resume, ACP's session/load)
+LOST_CALL = (
+    "Error: bosun stopped before this call finished; its effect is unknown,"
+    " so check before repeating it"
+)
+
+
 def unanswered_calls(messages: list[Message]) -> list[ToolCall]:
     """Tool calls with no result: the process died (or was stopped hard) while they ran.
 

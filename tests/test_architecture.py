@@ -210,6 +210,8 @@ FACES = {
     "headless": ("agent.run.headless",),
     "batch": ("agent.run.batch", "agent.run.tasks_file"),
     "chat": ("agent.run.chat", "agent.ui"),
+    "acp": ("agent.run.acp",),
+    "mcp serve": ("agent.run.mcp_serve", "agent.run.serve_runs"),
 }
 
 

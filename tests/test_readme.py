@@ -87,6 +87,9 @@ class Case:
     terminal: bool = False  # `bosun chat …`: in tmux
 
 
+ACP_INIT = json.dumps(
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}
+)
 SMALL_CONTRACT = str(REPO / "contracts" / "special-tokens-v1.yaml")
 
 CASES: dict[str, tuple[Case, ...]] = {
@@ -145,6 +148,10 @@ CASES: dict[str, tuple[Case, ...]] = {
         Case(("map", "--tokens", "500"), shows="calc.py:\n  1: def add(a, b):"),
         Case(("map", "--json"), shows='"name": "sub"'),
     ),
+    "bosun acp": (Case(("acp",), stdin=ACP_INIT, shows='"loadSession":true'),),
+    # stdin ends at once: the server starts, sees its client gone and exits 0
+    # (tests/mcp/test_serve.py drives it with the SDK's client)
+    "bosun mcp serve": (Case(("mcp", "serve")),),
     "bosun contracts check --mutate": (
         Case(("contracts", "check", "--mutate", SMALL_CONTRACT), shows="mutant(s) killed"),
     ),

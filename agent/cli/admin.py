@@ -8,7 +8,17 @@ from typing import Annotated
 
 import typer
 
-from agent.cli.common import WORKSPACE_MCP_HELP, WorkspaceOpt, mcp_servers, table
+from agent.cli.common import (
+    EXIT_USAGE,
+    WORKSPACE_MCP_HELP,
+    ModelOpt,
+    WorkspaceOpt,
+    config_hooks,
+    fail,
+    mcp_servers,
+    table,
+    telemetry_settings,
+)
 
 cache_app = typer.Typer(
     help="Saved prompt-prefix states: a new session loads its head instead of evaluating it.",
@@ -136,3 +146,43 @@ def config_command(
         typer.echo(json.dumps(data, ensure_ascii=False, default=list))
     else:
         typer.echo(text(data), nl=False)
+
+
+@mcp_app.command("serve")
+def mcp_serve(
+    model: ModelOpt = "smollm2-135m",
+    approve: Annotated[
+        str,
+        typer.Option(
+            help="The loosest approve mode a caller may ask for (read-only, ask,"
+            " auto-edit, auto), and the one a call gets when it names none.",
+        ),
+    ] = "auto-edit",
+    max_turns: Annotated[int, typer.Option(min=1, help="Most model calls in one run.")] = 30,
+    sandbox: Annotated[
+        str, typer.Option(help="bash in bubblewrap: auto (where it works), on, off.")
+    ] = "auto",
+) -> None:
+    """bosun as an MCP server on stdio: tools run_task and continue_session."""
+    from agent.run.settings import Settings
+    from agent.tools.permissions import APPROVE_MODES
+    from agent.tools.sandbox import SANDBOX_MODES, resolve_sandbox
+
+    if approve not in APPROVE_MODES:
+        fail(f"--approve must be one of {', '.join(APPROVE_MODES)}", EXIT_USAGE)
+    if sandbox not in SANDBOX_MODES:
+        fail(f"--sandbox must be one of {', '.join(SANDBOX_MODES)}", EXIT_USAGE)
+    root = Path.cwd()
+    settings = Settings(
+        model=model,
+        workspace=root,
+        approve=approve,
+        sandbox=resolve_sandbox(sandbox),
+        mcp_servers=mcp_servers(root),
+        hooks=config_hooks(root),
+        max_turns=max_turns,
+        **telemetry_settings(root),
+    )
+    from agent.run.mcp_serve import serve
+
+    raise typer.Exit(serve(settings))

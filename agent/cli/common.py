@@ -168,6 +168,16 @@ def config_map_tokens(workspace: Path | None) -> int | None:
     return load_config(root if root.is_dir() else None).repo_map_tokens
 
 
+def telemetry_settings(workspace: Path | None) -> dict[str, bool]:
+    """`otel` and `otel_content` from the config files, as keyword arguments of
+    `Settings` (the OTEL_* variables are read where telemetry starts)."""
+    from agent.run.config import load_config
+
+    root = workspace if workspace is not None else Path.cwd()
+    config = load_config(root if root.is_dir() else None)
+    return {"otel": config.otel, "otel_content": config.otel_content}
+
+
 def table(rows: list[dict[str, str]], columns: list[str]) -> None:
     """A rich table on a terminal; tab-separated lines (with a header) in a pipe."""
     if not sys.stdout.isatty():
@@ -228,7 +238,8 @@ def check_settings(
     auto_test: bool | None,
 ) -> dict[str, Any]:
     """The lint/test loop's settings (agent.loop.checks): the config files' with the
-    flags on top, as keyword arguments of `Settings`."""
+    flags on top, as keyword arguments of `Settings`; telemetry's too (no flags), so
+    the files are read once more, not twice."""
     from agent.run.config import resolve
     from agent.tools.checks import lint_flags
 
@@ -240,5 +251,14 @@ def check_settings(
         auto_lint=auto_lint,
         auto_test=auto_test,
     )
-    names = ("lint_cmd", "test_cmd", "auto_lint", "auto_test", "test_rounds", "test_timeout")
+    names = (
+        "lint_cmd",
+        "test_cmd",
+        "auto_lint",
+        "auto_test",
+        "test_rounds",
+        "test_timeout",
+        "otel",
+        "otel_content",
+    )
     return {name: getattr(config, name) for name in names}

@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from agent import __version__
+from agent.cli import acp as cli_acp
 from agent.cli import admin as cli_admin
 from agent.cli import checkpoints as cli_checkpoints
 from agent.cli import info as cli_info
@@ -373,3 +374,4 @@ app.add_typer(cli_admin.contracts_app, name="contracts")
 app.add_typer(cli_admin.mcp_app, name="mcp")
 app.add_typer(cli_checkpoints.checkpoints_app, name="checkpoints")
 app.command("config")(cli_admin.config_command)
+app.command("acp")(cli_acp.acp)

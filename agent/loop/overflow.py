@@ -61,7 +61,7 @@ def ask(agent: Agent, request: Query) -> Reply:
     full = f"the reply filled the context ({used:,} of {compactor.limits.n_ctx:,} tokens)"
     if not _make_room(agent, full):
         return reply
-    agent.account(reply.usage)
+    agent.account(reply.usage, reply)
     return _ask_again(agent, request)
 
 

@@ -251,7 +251,7 @@ class Agent:
             self._tell("text calls", text_calls_said(self.driver.info.server, self.profile))
         if reply.interrupted:
             self.cancel.set()
-        self.account(reply.usage)
+        self.account(reply.usage, reply)
         reply.calls = [self._renumber(call) for call in reply.calls]
         return reply
 
@@ -300,11 +300,17 @@ class Agent:
             self.emit(event)
         return event
 
-    def account(self, usage: Usage) -> None:
+    def account(self, usage: Usage, reply: Reply | None = None) -> None:
         self.state.usage.add(usage)
         self.emit(
             ev.TurnFinished(
-                usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens, round(usage.ms)
+                usage.prompt_tokens,
+                usage.cached_tokens,
+                usage.completion_tokens,
+                round(usage.ms),
+                self.driver.model,
+                reply.finish if reply is not None else "",
+                reply.ttft_ms if reply is not None else None,
             )
         )
 
@@ -342,6 +348,7 @@ class Agent:
         redirected = False  # a "no, do this instead": the reply's other calls wait
         for call in reply.calls:
             # Every call in history gets its result, or the next prompt is invalid.
+            began, decision = time.perf_counter(), "not_run"
             if self.cancel.is_set():
                 result = ToolResult(call.id, INTERRUPTED_CALL, True)
             elif state.declined:
@@ -352,22 +359,34 @@ class Agent:
                 why = f"Error: not run; the budget of {cap} tool calls is used up"
                 result = ToolResult(call.id, why, True)
             else:
-                result, redirected = self._execute(call)
+                result, redirected, decision = self._execute(call)
                 if self.compactor is not None:  # cut on the way in: it must fit
                     result = self.compactor.cap(result, self.history, self.tools.specs())
                 state.tool_calls += 1
                 state.recent_calls.append(call.name + json.dumps(call.arguments, sort_keys=True))
             self.add(result)
-            self.emit(ev.ToolResultEvent(call.id, result.is_error, result.content))
+            ms = round((time.perf_counter() - began) * 1000)
+            self.emit(
+                ev.ToolResultEvent(
+                    call.id, result.is_error, result.content, call.name, ms, decision
+                )
+            )
             if (report := self.tools.reported(call, result)) is not None:
                 self.emit(report)  # update_plan's plan
         return not state.declined  # a "no" hands control back to the user
 
-    def _execute(self, call: ToolCall) -> tuple[ToolResult, bool]:
+    def _execute(self, call: ToolCall) -> tuple[ToolResult, bool, str]:
         """The call through the tools' gate (agent.tools.orchestrator); counted here.
-        True with it: the user declined it and said what to do instead."""
+        True with it: the user declined it and said what to do instead; then what the
+        gate decided (ToolResultEvent.decision)."""
         outcome = run_call(
-            call, self.tools, self.workspace, self.gate, self.checkpoints, self.cancel.hard_stop
+            call,
+            self.tools,
+            self.workspace,
+            self.gate,
+            self.checkpoints,
+            self.cancel.hard_stop,
+            stop=self.cancel,
         )
         state = self.state
         state.declined = state.declined or outcome.declined
@@ -375,6 +394,8 @@ class Agent:
         state.ran += outcome.ran
         if outcome.interrupted:
             self.cancel.set()
+        decision = outcome.decision
         if self.checks is not None and outcome.ran:
-            return self.checks.after_call(self, call, outcome.result), outcome.redirected
-        return outcome.result, outcome.redirected
+            result = self.checks.after_call(self, call, outcome.result)
+            return result, outcome.redirected, decision
+        return outcome.result, outcome.redirected, decision

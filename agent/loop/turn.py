@@ -62,6 +62,7 @@ class Reply:
     interrupted: bool = False  # the user stopped it: its calls were never seen through
     finish: str = "stop"  # "length": cut by max_tokens or a full context
     text_calls: bool = False  # a chat server sent calls as text (its parser did not run)
+    ttft_ms: int | None = None  # time to the first piece of the reply (None: none came)
 
 
 @dataclass
@@ -98,10 +99,22 @@ class _Turn:
     guard: LoopGuard = field(default_factory=LoopGuard)  # prose and reasoning only
     size: int = 0  # characters received so far (MAX_REPLY_CHARS)
     oversize: bool = False
+    started: float = field(default_factory=time.perf_counter)
+    first: float | None = None  # when the first piece of the reply came
+
+    def arrived(self) -> None:
+        if self.first is None:
+            self.first = time.perf_counter()
+
+    @property
+    def ttft_ms(self) -> int | None:
+        return None if self.first is None else round((self.first - self.started) * 1000)
 
     def allow(self, piece: str) -> str:
         """What of `piece` fits under MAX_REPLY_CHARS; the first piece past it cuts the
         reply off (a diagnostic for the model, finish "length": open calls are dropped)."""
+        if piece:
+            self.arrived()
         room = MAX_REPLY_CHARS - self.size
         self.size += len(piece)
         if len(piece) <= room:
@@ -171,7 +184,7 @@ def call_model(driver: Driver, profile: ModelProfile, req: Query) -> Reply:
     prompt = rendered.canonical if rendered is not None else ""
     parser = profile.parser(req.specs, prompt=prompt, salvage=req.salvage)
     t = _Turn(req.emit, parser, {"model": driver.model})
-    started = time.perf_counter()
+    started = t.started
 
     def halt() -> bool:
         return t.guard.tripped or t.oversize or req.halt()
@@ -206,14 +219,22 @@ def call_model(driver: Driver, profile: ModelProfile, req: Query) -> Reply:
     stopped = t.finish == "interrupted" and not t.guard.tripped
     if not req.retain:
         return Reply(
-            completion, calls, t.diagnostics, usage=t.usage, interrupted=stopped, finish=t.finish
+            completion,
+            calls,
+            t.diagnostics,
+            usage=t.usage,
+            interrupted=stopped,
+            finish=t.finish,
+            ttft_ms=t.ttft_ms,
         )
     prose = retain_assistant_text("".join(t.texts))
     if t.finish == "interrupted":
         prose = cut_partial_marker(prose, t.parser.openers)
     reasoning = "".join(t.thoughts).strip()
     text_calls = chat and bool(calls) and not t.structured
-    return Reply(prose, calls, t.diagnostics, reasoning, t.usage, stopped, t.finish, text_calls)
+    return Reply(
+        prose, calls, t.diagnostics, reasoning, t.usage, stopped, t.finish, text_calls, t.ttft_ms
+    )
 
 
 def _calls(t: _Turn) -> list[ToolCall]:

@@ -10,7 +10,16 @@ from __future__ import annotations
 
 import json
 
-from agent.parsing.harmony import CALL, CHANNEL, CONSTRAIN, END, FUNCTIONS, MESSAGE, RETURN, START
+from agent.parsing.harmony_header import (
+    CALL,
+    CHANNEL,
+    CONSTRAIN,
+    END,
+    FUNCTIONS,
+    MESSAGE,
+    RETURN,
+    START,
+)
 from agent.parsing.record import Format, json_shape
 
 _TO = "to=" + FUNCTIONS  # the recipient of a call

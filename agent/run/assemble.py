@@ -30,8 +30,9 @@ from agent.protocol.profile import ModelProfile, profile_for
 from agent.run.hooks import AskHooks, trusted_hooks
 from agent.run.settings import Settings
 from agent.run.system_prompt import system_message
+from agent.run.telemetry import Telemetry, open_telemetry
 from agent.session import SessionLog, bosun_home
-from agent.tools import KNOWN, ToolRegistry, default_registry
+from agent.tools import KNOWN, Tool, ToolRegistry, default_registry
 from agent.tools.hooks import Hooks, HookSpec
 from agent.tools.orchestrator import Gate
 from agent.tools.permissions import Approver
@@ -169,12 +170,14 @@ class Assembly:
         profile: ModelProfile,
         hub: Hub | None,
         hooks: tuple[HookSpec, ...] = (),
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.settings = settings
         self.driver = driver
         self.profile = profile
         self.hub = hub
         self.hooks = hooks  # the trusted ones (agent.run.hooks)
+        self.telemetry = telemetry  # OpenTelemetry spans of every agent built here
 
     @classmethod
     def open(
@@ -198,6 +201,26 @@ class Assembly:
             ask=ask_hooks,
             report=report,
         )
+        telemetry = open_telemetry(settings, report)
+        try:
+            assembly = cls._open(settings, driver, ask_server, report, loading, hooks)
+        except BaseException:
+            if telemetry is not None:
+                telemetry.close()
+            raise
+        assembly.telemetry = telemetry
+        return assembly
+
+    @classmethod
+    def _open(
+        cls,
+        settings: Settings,
+        driver: Driver | None,
+        ask_server: Ask | None,
+        report: Callable[[str], None],
+        loading: Callable[[str], AbstractContextManager[object]],
+        hooks: tuple[HookSpec, ...],
+    ) -> Assembly:
         hub = begin_hub(
             settings.mcp_servers,
             settings.workspace,
@@ -235,15 +258,17 @@ class Assembly:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def tools(self, settings: Settings | None = None) -> ToolRegistry:
+    def tools(self, settings: Settings | None = None, extra: Sequence[Tool] = ()) -> ToolRegistry:
         """bosun's tools and the hub's, a registry of its own for each agent: the
-        model's own set (its profile's changes) with the user's changes on top."""
+        model's own set (its profile's changes) with the user's changes on top; `extra`:
+        an agent's own MCP servers' tools (an ACP client's)."""
         settings = settings or self.settings
         with_skills = ("+skill",) if find_skills(settings.workspace) else ()
         # the map names definitions; these tools look into them
         with_map = ("+outline", "+find_symbol") if map_budget(settings, self.driver) else ()
         changes = (*self.profile.tool_changes, *with_skills, *with_map, *settings.tools)
-        return default_registry(self.hub.tools() if self.hub is not None else (), changes)
+        shared = self.hub.tools() if self.hub is not None else ()
+        return default_registry((*shared, *extra), changes)
 
     def agent(
         self,
@@ -255,12 +280,16 @@ class Assembly:
         trace: Trace | None = None,
         cancel: Cancel | None = None,
         driver: Driver | None = None,
+        extra_tools: Sequence[Tool] = (),
     ) -> Agent:
         """An Agent on this model (or on `driver`, a batch task's copy of it) under
         `settings` (a task's own); `on_message` sees every message added (a session
-        file), `cancel` is shared where one Ctrl-C stops several agents (a batch)."""
+        file), `cancel` is shared where one Ctrl-C stops several agents (a batch);
+        `extra_tools`: its own MCP servers' (see `tools`)."""
         settings = settings or self.settings
-        tools = self.tools(settings)
+        tools = self.tools(settings, extra_tools)
+        if self.telemetry is not None:  # spans from the same events the faces see
+            emit, on_message = self.telemetry.watch(emit, on_message)
         return Agent(
             seat=seat_for(driver or self.driver, self.profile, tools, settings),
             tools=tools,
@@ -298,12 +327,22 @@ class Assembly:
         self.driver, self.profile = driver, profile
         self.settings = settings.but(model=model)
 
+    def release(self, session_id: str) -> None:
+        """A face that keeps this assembly open is done with session `session_id` (a
+        batch task, a served run): its session span ends and goes out now."""
+        if self.telemetry is not None:
+            self.telemetry.release(session_id)
+
     def close(self) -> None:
         try:
             self.driver.close()
         finally:
-            if self.hub is not None:
-                self.hub.close()
+            try:
+                if self.hub is not None:
+                    self.hub.close()
+            finally:
+                if self.telemetry is not None:  # last: the spans of everything above
+                    self.telemetry.close()
 
 
 def map_budget(settings: Settings, driver: Driver | None) -> int:

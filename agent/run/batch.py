@@ -155,6 +155,7 @@ def run_task(task: Task, shared: _Shared) -> ev.RunFinished:
         return result
     finally:
         if log is not None:
+            shared.assembly.release(log.id)  # its spans go out now, not at the end
             log.close()
             if log.failed:
                 shared.warn(log.failed)

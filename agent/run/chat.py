@@ -32,6 +32,7 @@ from agent.run.assemble import (
 from agent.run.hooks import AskHooks
 from agent.run.settings import Settings
 from agent.session import (
+    LOST_CALL,
     SessionLog,
     StoredSession,
     load_session,
@@ -44,11 +45,6 @@ from agent.tools.permissions import Approver, decision
 from agent.tools.plan import plan_from_record
 from agent.transcript import fence
 from drivers.base import Driver, Usage
-
-LOST_CALL = (
-    "Error: bosun stopped before this call finished; its effect is unknown,"
-    " so check before repeating it"
-)
 
 
 @dataclass

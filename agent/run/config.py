@@ -75,8 +75,14 @@ class Config:
     hooks: tuple[HookSpec, ...] = ()
     # the repository map's share of the prompt in tokens (0: none); None: by the context
     repo_map_tokens: int | None = None
+    # OpenTelemetry spans over OTLP/HTTP (agent.run.telemetry); `otel_content` adds
+    # prompts, replies and tool arguments/results. The user's file only: a repository
+    # must not send what it reads to wherever the user's collector forwards it.
+    otel: bool = False
+    otel_content: bool = False
 
 
+_USER_ONLY = ("otel", "otel_content")
 _NOT_SETTINGS = frozenset({"workspace_model"})
 
 
@@ -142,9 +148,14 @@ def parse_config_file(path: Path, origin: Origin = "user") -> dict[str, Any]:
             raise UsageError(f"{where} must be a fraction of the context between 0.3 and 0.95")
         if key == "sandbox" and value not in SANDBOX_MODES:
             raise UsageError(f"{where} must be one of {', '.join(SANDBOX_MODES)}")
-        if key in ("allow_net", "allow_git_writes", "auto_lint", "auto_test") and not isinstance(
-            value, bool
-        ):
+        if key in (
+            "allow_net",
+            "allow_git_writes",
+            "auto_lint",
+            "auto_test",
+            "otel",
+            "otel_content",
+        ) and not isinstance(value, bool):
             raise UsageError(f"{where} must be true or false")
         if key == "sandbox_read":
             if not isinstance(value, list) or not all(
@@ -196,6 +207,11 @@ def load_config(workspace: Path | None = None, *, user_file: Path | None = None)
     servers = config.mcp_servers
     if local is not None and (local.exists() or local.is_symlink()):
         settings = parse_config_file(local, "workspace")
+        for key in [k for k in _USER_ONLY if k in settings]:
+            sys.stderr.write(
+                f"bosun: ignoring {key} = {settings.pop(key)!r} in {local}: only the user's"
+                f" own config ({user}) or OTEL_* variables turn on telemetry\n"
+            )
         servers = merge(servers, settings.pop("mcp_servers", ()), warn=_warn)
         model = settings.get("model")
         if model is not None and not _model_a_workspace_may_choose(model):

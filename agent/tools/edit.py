@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from agent.tools.confine import open_in_workspace, refuse_hardlinked, resolve_in_workspace
-from agent.tools.files import BINARY_SNIFF, is_binary, read_bytes
+from agent.tools.files import BINARY_SNIFF, editor_text, is_binary, read_bytes
 from agent.tools.registry import NO_CHANGES, ToolContext, ToolError, tool
 
 MAX_EDIT_BYTES = 4 * 1024 * 1024
@@ -45,15 +45,17 @@ def current_text(ctx: ToolContext, path: str) -> str | None:
     if is_binary(data[:BINARY_SNIFF]):
         raise ToolError(f"{path} is a binary file; it cannot be edited as text")
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ToolError(
             f"{path} is not UTF-8 text (byte {exc.start}); editing it could corrupt it"
         ) from None
+    return editor_text(ctx, path, text)
 
 
 def store_text(ctx: ToolContext, path: str, text: str) -> None:
-    """Write through an fd opened beneath the root, so no symlink leads the write out."""
+    """Write through an fd opened beneath the root, so no symlink leads the write out.
+    Through an editor (ACP), the same checks first, then the editor writes."""
     real = resolve_in_workspace(ctx.workspace, path)
     if real.is_dir():
         raise ToolError(f"{path} is a directory; give a file path")
@@ -66,8 +68,12 @@ def store_text(ctx: ToolContext, path: str, text: str) -> None:
         if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
             raise ToolError(f"{path} is not a regular file; not written")
         refuse_hardlinked(fh.fileno(), path)
-        fh.truncate(0)
-        fh.write(data)
+        if ctx.editor is None:
+            fh.truncate(0)
+            fh.write(data)
+            return
+    if not ctx.editor.write_text(real, text):
+        store_text(ToolContext(ctx.workspace, ctx.sandbox), path, text)
 
 
 def _line_count(text: str) -> int:
@@ -214,6 +220,20 @@ def _plan_edit(ctx: ToolContext, path: str, old: str, new: str, replace_all: boo
     shown = after.splitlines()[first - 1 : min(last, first + 11)]
     numbered = "\n".join(f"{n:>6}\t{ln}" for n, ln in enumerate(shown, first))
     return Change(text, after, f"Edited {path}; {span}:\n{numbered}")
+
+
+def planned_change(ctx: ToolContext, name: str, arguments: dict[str, object]) -> Change | None:
+    """What a write_file or edit_file call would change (an editor shows it as a diff
+    before the call runs); None for another tool or a call that would fail."""
+    try:
+        if name == "write_file":
+            return _plan_write(ctx, str(arguments["path"]), str(arguments["content"]))
+        if name == "edit_file":
+            path, old, new = (str(arguments[k]) for k in ("path", "old", "new"))
+            return _plan_edit(ctx, path, old, new, arguments.get("replace_all") is True)
+    except (KeyError, ToolError, OSError):
+        return None
+    return None
 
 
 def unified_diff(path: str, change: Change) -> str:

@@ -38,6 +38,15 @@ def read_bytes(ctx: ToolContext, path: str, limit: int) -> bytes:
         return fh.read(limit)
 
 
+def editor_text(ctx: ToolContext, path: str, text: str) -> str:
+    """The file's text as the editor holds it, where one does (unsaved changes win over
+    the disk); `text` is what the disk says. The path was confined when the disk was read."""
+    if ctx.editor is None:
+        return text
+    held = ctx.editor.read_text(resolve_in_workspace(ctx.workspace, path))
+    return text if held is None else held
+
+
 @tool("read")
 def read_file(ctx: ToolContext, path: str, offset: int = 1, limit: int = 2000) -> str:
     """Read a text file from the workspace, with line numbers.
@@ -54,6 +63,11 @@ def read_file(ctx: ToolContext, path: str, offset: int = 1, limit: int = 2000) -
         raise ToolError(f"{path} is a binary file; not shown")
     truncated = len(data) > MAX_READ_BYTES
     text = data[:MAX_READ_BYTES].decode("utf-8", errors="replace")
+    held = editor_text(ctx, path, text)
+    if held is not text:  # the editor's buffer: bounded the same way
+        data = held.encode("utf-8", errors="replace")
+        truncated = len(data) > MAX_READ_BYTES
+        text = data[:MAX_READ_BYTES].decode("utf-8", errors="replace")
     lines = text.splitlines()
     start = max(offset, 1)
     shown = lines[start - 1 : start - 1 + max(limit, 0)]

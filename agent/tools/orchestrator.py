@@ -8,6 +8,7 @@ together, so the loop only counts what happened (the `Outcome`) and never decide
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from agent.history import ToolCall, ToolResult
 from agent.tools.checkpoints import Checkpoints
 from agent.tools.patch import routed
 from agent.tools.permissions import DECLINED, Approver, policy_refused, refusal
-from agent.tools.registry import ToolContext, ToolRegistry
+from agent.tools.registry import Editor, ToolContext, ToolRegistry
 
 if TYPE_CHECKING:
     from agent.tools.hooks import Hooks, Verdict
@@ -40,6 +41,19 @@ class Outcome:
     refused: bool = False  # the approval mode (or nobody to ask) kept it from running
     interrupted: bool = False  # Ctrl-C at the question or while the tool ran
 
+    @property
+    def decision(self) -> str:
+        """What the gate made of the call, in one word (a tool_result's `decision`)."""
+        if self.ran:
+            return "allowed"
+        if self.declined or self.redirected:
+            return "declined"
+        if self.refused:
+            return "refused"
+        if self.interrupted:
+            return "not_run"
+        return "blocked"  # by a PreToolUse hook
+
 
 @dataclass
 class Gate:
@@ -51,6 +65,7 @@ class Gate:
     sandbox: SandboxPolicy | None = None  # bash in bubblewrap; None: as the user
     always: set[str] | None = None
     hooks: Hooks | None = None  # the session's hooks (PreToolUse, PostToolUse, …)
+    editor: Editor | None = None  # file text through an editor's buffers (ACP)
 
     def __post_init__(self) -> None:
         if self.always is None:
@@ -68,9 +83,11 @@ def run_call(
     gate: Gate,
     checkpoints: Checkpoints | None = None,
     running: Callable[[], AbstractContextManager[object]] = nullcontext,
+    stop: threading.Event | None = None,
 ) -> Outcome:
     """Ask (where the mode says to), keep what a write would change, then run the tool.
-    `running` wraps the execution (the loop makes Ctrl-C stop the tool at once there).
+    `running` wraps the execution (the loop makes Ctrl-C stop the tool at once there);
+    `stop` is the run's Cancel, watched by a running command from any thread.
     A bash call that only runs `apply_patch` goes to that tool (`agent.tools.patch`)."""
     call = routed(call, tools)
     tool = tools.get(call.name)
@@ -84,7 +101,7 @@ def run_call(
         if tool is not None:
             assert gate.always is not None
             sandboxed = gate.sandbox is not None
-            ctx = ToolContext(workspace, gate.sandbox)
+            ctx = ToolContext(workspace, gate.sandbox, gate.editor, stop)
             refused = refusal(
                 gate.approve,
                 gate.approver,
@@ -110,7 +127,7 @@ def run_call(
             recording.enter_context(checkpoints.recording(path))  # before, and after
     try:
         with recording, running():
-            result = tools.execute(call, ToolContext(workspace, gate.sandbox))
+            result = tools.execute(call, ToolContext(workspace, gate.sandbox, gate.editor, stop))
     except KeyboardInterrupt:  # the shell tool has killed its command by now
         return Outcome(ToolResult(call.id, STOPPED_CALL, True), ran=True, interrupted=True)
     if hooks is not None and before is not None:

@@ -9,12 +9,13 @@ whatever an MCP server's schema holds: `agent.tools.validation`).
 from __future__ import annotations
 
 import inspect
+import threading
 import types
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from agent.errors import ToolError
 from agent.history import ToolCall, ToolResult
@@ -31,12 +32,31 @@ if TYPE_CHECKING:
 ToolKind = Literal["read", "write", "shell", "mcp", "mcp-trusted"]
 
 
+class Editor(Protocol):
+    """An editor that holds the workspace's files (an ACP client's `fs` methods): what
+    it shows, unsaved changes included, is the file a person is looking at, so the file
+    tools read and write through it. Paths reach it already confined to the workspace."""
+
+    def read_text(self, path: Path) -> str | None:
+        """The editor's text of this file; None: it has none, the disk's stands."""
+        ...
+
+    def write_text(self, path: Path, text: str) -> bool:
+        """Write the file through the editor; False: it does not write, the disk it is
+        (a failure the model should hear of raises ToolError)."""
+        ...
+
+
 @dataclass(frozen=True)
 class ToolContext:
     """What every tool gets besides its arguments."""
 
     workspace: Path
     sandbox: SandboxPolicy | None = None  # bash runs in bubblewrap under this policy
+    editor: Editor | None = None  # file text through an editor's buffers (ACP); None: disk
+    # Set when the request is to stop (the run's Cancel): a running command is killed at
+    # once, whichever thread runs the tool; a signal reaches only the main thread.
+    stop: threading.Event | None = None
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ MAX_TIMEOUT = 600
 HEAD_BYTES = 10_000
 TAIL_BYTES = 20_000  # the end of a log is where the error usually is
 GRACE_S = 0.5
+STOP_POLL_S = 0.1  # how soon a stop from another thread kills a running command
 MARKER = "BOSUN_TOOL_CALL"  # in every command's environment: finds what left its group
 _PR_SET_CHILD_SUBREAPER = 36
 QUIET_ENV = {
@@ -150,14 +151,19 @@ def kill_marked(name: str, token: str) -> None:
 
 
 def run_command(
-    command: str, cwd: Path, timeout: float, sandbox: SandboxPolicy | None = None
+    command: str,
+    cwd: Path,
+    timeout: float,
+    sandbox: SandboxPolicy | None = None,
+    stop: threading.Event | None = None,
 ) -> tuple[str, int | None]:
-    """(output, exit status); status None when the timeout killed it."""
+    """(output, exit status); status None when the timeout killed it. `stop` set while it
+    runs kills it like Ctrl-C does (KeyboardInterrupt), from whichever thread runs it."""
     token = secrets.token_hex(8)
     if sandbox is None:
         shell = shutil.which("bash") or "/bin/sh"
         env = {**os.environ, **QUIET_ENV, MARKER: token}
-        return _run([shell, "-c", command], cwd, timeout, env, token)
+        return _run([shell, "-c", command], cwd, timeout, env, token, stop)
     from agent.tools.sandbox import inner_env
     from agent.tools.sandbox_run import sandboxed_argv
 
@@ -165,31 +171,52 @@ def run_command(
     with sandboxed_argv(sandbox, cwd, command, inside) as call:
         # bwrap itself needs nothing of bosun's environment; the marker finds it too
         outside = {"PATH": os.environ.get("PATH", os.defpath), MARKER: token}
-        output, status = _run(call.argv, cwd, timeout, outside, token)
+        output, status = _run(call.argv, cwd, timeout, outside, token, stop)
     if call.notes:  # a .git the command planted, moved aside once it ended
         output = "\n".join([output.rstrip("\n"), *call.notes])
     return output, status
 
 
-def _wait(proc: subprocess.Popen[bytes], timeout: float) -> int | None:
+def _wait(
+    proc: subprocess.Popen[bytes], timeout: float, stop: threading.Event | None = None
+) -> int | None:
     """The exit status, or None at the timeout. Popen.wait(timeout) polls with sleeps
-    that double up to 50 ms, so a 5 ms command took 8; a pidfd wakes up at the exit."""
+    that double up to 50 ms, so a 5 ms command took 8; a pidfd wakes up at the exit.
+    With `stop`, the wait looks at it every STOP_POLL_S: an editor's or a caller's cancel
+    comes from another thread, where no signal interrupts the wait."""
+    deadline = time.monotonic() + timeout
     try:
         fd = os.pidfd_open(proc.pid)
     except (AttributeError, OSError):  # not Linux 5.3+: poll as Popen does
-        try:
-            return proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return None
+        fd = -1
     try:
-        ready, _, _ = select.select([fd], [], [], timeout)
+        while True:
+            if stop is not None and stop.is_set():
+                raise KeyboardInterrupt  # the caller kills the command's group
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            step = left if stop is None else min(left, STOP_POLL_S)
+            if fd < 0:
+                try:
+                    return proc.wait(step)
+                except subprocess.TimeoutExpired:
+                    continue
+            ready, _, _ = select.select([fd], [], [], step)
+            if ready:
+                return proc.wait()
     finally:
-        os.close(fd)
-    return proc.wait() if ready else None
+        if fd >= 0:
+            os.close(fd)
 
 
 def _run(
-    argv: list[str], cwd: Path, timeout: float, env: dict[str, str], token: str
+    argv: list[str],
+    cwd: Path,
+    timeout: float,
+    env: dict[str, str],
+    token: str,
+    stop: threading.Event | None = None,
 ) -> tuple[str, int | None]:
     _become_subreaper()
     marker = f"{MARKER}={token}".encode()
@@ -206,7 +233,7 @@ def _run(
     capture = _Capture(proc.stdout.fileno())
     status: int | None
     try:
-        status = _wait(proc, timeout)
+        status = _wait(proc, timeout, stop)
     except BaseException:  # Ctrl-C: take the whole command down with us
         _kill_group(proc.pid)
         proc.wait()
@@ -236,7 +263,7 @@ def bash(ctx: ToolContext, command: str, timeout: int = DEFAULT_TIMEOUT) -> str:
         raise ToolError(f"timeout must be between 1 and {MAX_TIMEOUT} seconds, not {timeout}")
     if "\x00" in command:
         raise ToolError("command contains a NUL byte")
-    output, status = run_command(command, ctx.workspace, timeout, ctx.sandbox)
+    output, status = run_command(command, ctx.workspace, timeout, ctx.sandbox, ctx.stop)
     output = output.rstrip("\n")
     note = ""
     if ctx.sandbox is not None:

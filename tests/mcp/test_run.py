@@ -58,7 +58,9 @@ def test_a_scripted_model_calls_the_time_and_git_servers(
     assert not any(r["is_error"] for r in results)
     assert '"timezone": "Europe/Paris"' in str(results[0]["content"])
     assert "notes.txt" in str(results[1]["content"])  # untracked, says git status
-    assert set(results[0]) == {"type", "id", "is_error", "content"}
+    # an MCP tool's result is a tool_result like any other, nothing of the server's own
+    assert set(results[0]) == {"type", "id", "is_error", "content", "name", "ms", "decision"}
+    assert results[0]["name"] == "time__get_current_time"
 
 
 def test_mcp_tools_ask_unless_trusted_and_never_run_read_only(
