@@ -166,6 +166,10 @@ CASES: dict[str, tuple[Case, ...]] = {
     ),
     "bosun config": (Case(("config",), shows="approve"),),
     "bosun mcp list": (Case(("mcp", "list"), shows="no MCP servers"),),
+    "bosun map --tokens 500": (
+        Case(("map", "--tokens", "500"), shows="calc.py:\n  1: def add(a, b):"),
+        Case(("map", "--json"), shows='"name": "sub"'),
+    ),
     "bosun acp": (Case(("acp",), stdin=ACP_INIT, shows='"loadSession":true'),),
     # stdin ends at once: the server starts, sees its client gone and exits 0
     # (tests/mcp/test_serve.py drives it with the SDK's client)

@@ -160,6 +160,14 @@ def config_hooks(workspace: Path | None) -> tuple[Any, ...]:
     return load_config(root if root.is_dir() else None).hooks
 
 
+def config_map_tokens(workspace: Path | None) -> int | None:
+    """`repo_map_tokens` from the config files for this workspace (agent.loop.repomap)."""
+    from agent.run.config import load_config
+
+    root = workspace if workspace is not None else Path.cwd()
+    return load_config(root if root.is_dir() else None).repo_map_tokens
+
+
 def telemetry_settings(workspace: Path | None) -> dict[str, bool]:
     """`otel` and `otel_content` from the config files, as keyword arguments of
     `Settings` (the OTEL_* variables are read where telemetry starts)."""

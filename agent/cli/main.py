@@ -1,6 +1,7 @@
 """The `bosun` command. Thin: parse options, build objects, hand over.
 
-`run`, `chat` and `selftest` live here; the read-only commands in agent/cli/info.py,
+`run`, `chat` and `selftest` live here; the read-only commands in agent/cli/info.py
+(`map` in agent/cli/repomap.py),
 `cache` and `contracts` in agent/cli/admin.py, the error policy in agent/cli/common.py.
 """
 
@@ -17,6 +18,7 @@ from agent.cli import acp as cli_acp
 from agent.cli import admin as cli_admin
 from agent.cli import checkpoints as cli_checkpoints
 from agent.cli import info as cli_info
+from agent.cli import repomap as cli_repomap
 from agent.cli import tasks as cli_tasks
 from agent.cli.common import (
     EXIT_USAGE,
@@ -33,6 +35,7 @@ from agent.cli.common import (
     YesOpt,
     check_settings,
     config_hooks,
+    config_map_tokens,
     config_tools,
     fail,
     mcp_servers,
@@ -259,6 +262,7 @@ def run(
         hooks=config_hooks(workspace),
         allow_workspace_hooks=allow_workspace_hooks,
         tools=changes,
+        repo_map_tokens=config_map_tokens(workspace),
         max_turns=max_turns,
         trace=trace,
         ablate=ablations,
@@ -384,6 +388,7 @@ def selftest(model: ModelOpt = "smollm2-135m") -> None:
 
 app.command()(cli_info.models)
 app.command()(cli_info.render)
+app.command(name="map")(cli_repomap.map_command)
 app.add_typer(cli_info.sessions_app, name="sessions")
 app.add_typer(cli_admin.cache_app, name="cache")
 app.add_typer(cli_admin.contracts_app, name="contracts")

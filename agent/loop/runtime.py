@@ -32,6 +32,7 @@ from agent.loop.cancel import Cancel
 from agent.loop.checks import Checks
 from agent.loop.compact import Compactor, model_summariser
 from agent.loop.overflow import ask, text_calls_said
+from agent.loop.repomap import PromptMap, with_map
 from agent.loop.turn import Query, Reply, Trace
 from agent.protocol.profile import ModelProfile
 from agent.session import last_call_number
@@ -105,6 +106,7 @@ class Agent:
     # Files as they were before each request's write tools ran (chat's /undo, /diff)
     checkpoints: Checkpoints | None = None
     checks: Checks | None = None  # lint after edits, tests at the end (agent.loop.checks)
+    repo_map: PromptMap | None = None  # the map appended to a request (agent.loop.repomap)
     state: RunState = field(default_factory=RunState)
     _ids: int = 0
     _told: set[str] = field(default_factory=set)
@@ -156,6 +158,8 @@ class Agent:
         self.gate.reset()
         if self.compactor is not None:
             self.compactor.restart(compactions)
+        if self.repo_map is not None:  # a new conversation has not seen any map
+            self.repo_map.forget()
 
     def set_approve(self, mode: str) -> None:
         self.gate.approve = mode
@@ -178,7 +182,10 @@ class Agent:
         self._checkpoint(prompt)
         hooks = self.gate.hooks
         try:
-            self.add(User(hooks.prompt(prompt) if hooks else prompt, attached))
+            text = hooks.prompt(prompt) if hooks else prompt
+            if self.repo_map is not None:  # after the stable head, at a request's start
+                text = with_map(text, self.repo_map.note(prompt, self.history))
+            self.add(User(text, attached))
             while not self.cancel.is_set():
                 stopped = self.budget.exceeded(
                     state.turns, state.tool_calls, state.recent_calls, state.format_errors

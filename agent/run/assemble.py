@@ -20,6 +20,7 @@ from agent.loop.checks import Checks
 from agent.loop.compact import Compactor
 from agent.loop.constraint import constraint_for
 from agent.loop.context import Counter, Limits, View
+from agent.loop.repomap import PromptMap, auto_budget
 from agent.loop.runtime import Agent, Seat
 from agent.mcp.connection import warn
 from agent.mcp.hub import Hub
@@ -267,7 +268,9 @@ class Assembly:
         an agent's own MCP servers' tools (an ACP client's)."""
         settings = settings or self.settings
         with_skills = ("+skill",) if find_skills(settings.workspace) else ()
-        changes = (*self.profile.tool_changes, *with_skills, *settings.tools)
+        # the map names definitions; these tools look into them
+        with_map = ("+outline", "+find_symbol") if map_budget(settings, self.driver) else ()
+        changes = (*self.profile.tool_changes, *with_skills, *with_map, *settings.tools)
         shared = self.hub.tools() if self.hub is not None else ()
         return default_registry((*shared, *extra), changes)
 
@@ -307,6 +310,7 @@ class Assembly:
             retain="retention" not in settings.ablate,
             cancel=cancel if cancel is not None else Cancel(),
             checks=checks_for(settings),
+            repo_map=prompt_map(settings, driver or self.driver),
         )
 
     def _hooks(self, emit: ev.Emit, settings: Settings) -> Hooks | None:
@@ -343,6 +347,28 @@ class Assembly:
             finally:
                 if self.telemetry is not None:  # last: the spans of everything above
                     self.telemetry.close()
+
+
+def map_budget(settings: Settings, driver: Driver | None) -> int:
+    """The repository map's tokens: the user's `repo_map_tokens`, else by the context
+    (none while there is no model to say what its context is); never more than a
+    quarter of a known context, or the map alone could push the task out of it."""
+    n_ctx = settings.context_size or (driver.info.n_ctx if driver is not None else None)
+    if settings.repo_map_tokens is None:
+        return auto_budget(n_ctx)
+    return min(settings.repo_map_tokens, n_ctx // 4) if n_ctx else settings.repo_map_tokens
+
+
+def prompt_map(settings: Settings, driver: Driver) -> PromptMap | None:
+    """The map an agent shows its model (None: no budget), counted by the model's own
+    tokenizer where there is one."""
+    budget = map_budget(settings, driver)
+    if budget <= 0:
+        return None
+    tokenize = driver.info.tokenize
+    if tokenize is None:
+        return PromptMap(settings.workspace, budget)
+    return PromptMap(settings.workspace, budget, lambda text: len(tokenize(text)))
 
 
 def checks_for(settings: Settings) -> Checks:

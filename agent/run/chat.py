@@ -21,7 +21,14 @@ from agent.mcp.connection import warn
 from agent.mcp.hub import Hub
 from agent.mcp.session import Ask
 from agent.protocol.profile import ModelProfile
-from agent.run.assemble import Assembly, recording, seat_for, session_event, start_session
+from agent.run.assemble import (
+    Assembly,
+    prompt_map,
+    recording,
+    seat_for,
+    session_event,
+    start_session,
+)
 from agent.run.hooks import AskHooks
 from agent.run.settings import Settings
 from agent.session import (
@@ -172,6 +179,7 @@ class ChatSession:
             assembly = self.assembly
             agent.tools = self.tools = assembly.tools(settings)  # the new model's own set
             agent.seat = seat_for(assembly.driver, assembly.profile, self.tools, settings, view)
+            agent.repo_map = prompt_map(settings, assembly.driver)  # its context, tokenizer
             self.stats.last = None  # the old model's speed is not the new one's
             self._emit(session_event(agent, self.id))
         if settings.sandbox != old.sandbox:
@@ -180,6 +188,7 @@ class ChatSession:
             agent.set_approve(settings.approve)
         if settings.workspace != old.workspace:
             agent.workspace = settings.workspace
+            agent.repo_map = prompt_map(settings, self.driver)
 
     def start_new(self) -> None:
         """A fresh conversation (also `/clear`): new file, system prompt read anew."""

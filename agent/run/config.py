@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agent.errors import UsageError
+from agent.loop.repomap import MAX_TOKENS as MAX_MAP
 from agent.mcp.servers import Origin, ServerSpec, merge, parse_servers, read_mcp_json
 from agent.session import bosun_home
 from agent.tools import parse_tool_changes
@@ -72,6 +73,8 @@ class Config:
     # [[hooks.EVENT]] of both files, then the workspace's .claude/settings.json (in that
     # order; agent.tools.hooks): the workspace's run once trusted (agent.run.hooks)
     hooks: tuple[HookSpec, ...] = ()
+    # the repository map's share of the prompt in tokens (0: none); None: by the context
+    repo_map_tokens: int | None = None
     # OpenTelemetry spans over OTLP/HTTP (agent.run.telemetry); `otel_content` adds
     # prompts, replies and tool arguments/results. The user's file only: a repository
     # must not send what it reads to wherever the user's collector forwards it.
@@ -183,6 +186,10 @@ def parse_config_file(path: Path, origin: Origin = "user") -> dict[str, Any]:
             raise UsageError(f"{where} must be a size in MB (above 0, at most 1024)")
         if key == "hooks":
             value = parse_hooks(value, str(path), origin)
+        if key == "repo_map_tokens" and (
+            isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_MAP
+        ):
+            raise UsageError(f"{where} must be a whole number of tokens from 0 (off) to {MAX_MAP}")
         out[key] = value
     return out
 

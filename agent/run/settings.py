@@ -69,6 +69,8 @@ class Settings:
     checkpoint_max_mb: float = 10.0  # bigger files are left out of the snapshots
     hooks: tuple[HookSpec, ...] = ()  # from the config files (agent.run.config)
     allow_workspace_hooks: bool = False  # run hooks the workspace names, unapproved
+    # the repository map's tokens in the prompt; None: by the context (agent.loop.repomap)
+    repo_map_tokens: int | None = None
     otel: bool = False  # OpenTelemetry spans (agent.run.telemetry; OTEL_* may turn it on)
     otel_content: bool = False  # with prompts, replies and tool contents in them
 

@@ -18,12 +18,16 @@ from agent.tools.registry import Tool, ToolContext, ToolError, ToolRegistry, too
 from agent.tools.search import glob, grep
 from agent.tools.shell import bash
 from agent.tools.skill import skill
+from agent.tools.symbols import find_symbol, outline
 
 # the default set (update_plan last: it does no work, and small models pick from the top)
 BUILTIN = (read_file, list_dir, glob, grep, write_file, edit_file, bash, update_plan)
-OPTIONAL = (apply_patch, skill)  # offered only where a profile or the user adds them
+# offered only where a profile or the user adds them (outline and find_symbol: also
+# where the repository map is in the prompt, agent.run.assemble)
+OPTIONAL = (apply_patch, skill, outline, find_symbol)
 KNOWN = (
-    read_file, list_dir, glob, grep, write_file, edit_file, apply_patch, bash, update_plan, skill,
+    read_file, list_dir, glob, grep, outline, find_symbol, write_file, edit_file, apply_patch,
+    bash, update_plan, skill,
 )  # fmt: skip
 # `skill` is added where there are skills (agent.run.assemble), never offered without them
 _CHANGE = re.compile(r"[+-]?[a-z_]+")

@@ -25,7 +25,7 @@ MAX_GLOB_FILES = 10_000  # files a grep's glob may select
 SKIPPED_NOTE = f"ignored files and {', '.join(SKIP_DIRS)} are not searched"
 
 
-def _ignore_args(root: Path) -> tuple[list[str], list[str]]:
+def ignore_args(root: Path) -> tuple[list[str], list[str]]:
     """Ignore files at the root too large to be real are not applied (a 64 MB
     .gitignore is an attack on the matcher, not a list of files): (rg flags, notes)."""
     for name in (".gitignore", ".ignore", ".rgignore", ".git/info/exclude"):
@@ -150,7 +150,7 @@ def glob(ctx: ToolContext, pattern: str) -> str:
     """
     root = ctx.workspace.resolve()
     pattern = _relative_pattern(ctx, pattern)
-    flags, notes = _ignore_args(root)
+    flags, notes = ignore_args(root)
     found, total, more_notes = _files(root, flags, pattern, MAX_GLOB_RESULTS)
     notes += more_notes
     if not found:
@@ -205,7 +205,7 @@ def grep(ctx: ToolContext, pattern: str, path: str = ".", glob: str = "") -> str
     if not start.exists():
         raise ToolError(f"{path}: no such file or folder")
     target = start.relative_to(root).as_posix() if start != root else "."
-    flags, notes = _ignore_args(root)
+    flags, notes = ignore_args(root)
     args = [*flags, "--line-number", "--with-filename", "--no-heading", "--null"]
     args += ["--max-columns=2000", "--max-columns-preview"]
     skipped = []

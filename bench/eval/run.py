@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/eval/run.py [--model smollm2-135m] [--jobs 1] [--configs a,b]
                                        [--tasks id,id] [--out bench/eval/results.json]
+                                       [--repo-map TOKENS]   (0: off; config bosun-map: 1024)
 
 Each configuration runs every task on a fresh copy of its fixture; the task's check then
 decides success from the files alone, so a harness's own "done" counts for nothing. A
@@ -64,7 +65,13 @@ BOSUN_CONFIGS: dict[str, tuple[list[str], str]] = {
         ["--ablate", "retention"],
         "default decoding, raw completions kept in history (compare with bosun)",
     ),
+    "bosun-map": ([], "bosun with a 1024-token repository map (compare with bosun)"),
 }
+# repo_map_tokens per configuration (written to its config.toml); the others take
+# --repo-map, or bosun's own default (none for the bundled models' 8k context)
+MAP_TOKENS = {"bosun-map": 1024}
+# the tools whose calls are counted per configuration (the map's effect on searching)
+COUNTED_TOOLS = ("read_file", "list_dir", "glob", "grep", "outline", "find_symbol")
 PEER = "mini-swe-agent"
 DEFAULT_CONFIGS = [*BOSUN_CONFIGS, PEER]
 
@@ -89,8 +96,10 @@ def tally(events: list[dict[str, Any]], attempt: Attempt) -> None:
             attempt.malformed += 1
             # Kept so a malformed count can be explained after the workspaces are gone.
             attempt.extra.setdefault("diagnostics", []).append(e.get("message", "")[:300])
-        elif kind == "tool_call" and e.get("salvaged"):
-            attempt.salvaged += 1
+        elif kind == "tool_call":
+            calls = attempt.extra.setdefault("calls", {})
+            calls[e.get("name", "")] = calls.get(e.get("name", ""), 0) + 1
+            attempt.salvaged += bool(e.get("salvaged"))
         elif kind == "result":
             attempt.status = e.get("status", "")
             attempt.turns = e.get("turns", 0)
@@ -120,7 +129,13 @@ def run_bosun(name: str, tasks: list[EvalTask], args: argparse.Namespace, tmp: P
     tasks_file.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     cmd = bosun_command(flags, args, tasks_file)
     run = ConfigRun(name, "bosun", description, cmd)
-    env = {**os.environ, "BOSUN_HOME": str(tmp / "bosun-home")}
+    home = tmp / f"bosun-home-{name}"
+    tokens = MAP_TOKENS.get(name, args.repo_map)
+    if tokens is not None:  # the map on (or off) for this configuration
+        home.mkdir(parents=True, exist_ok=True)
+        (home / "config.toml").write_text(f"repo_map_tokens = {tokens}\n", encoding="utf-8")
+        run.description += f" [repo_map_tokens = {tokens}]"
+    env = {**os.environ, "BOSUN_HOME": str(home)}
     started = time.perf_counter()
     proc = subprocess.run(
         cmd, capture_output=True, text=True, env=env, cwd=EVAL_DIR.parent.parent, check=False
@@ -161,7 +176,23 @@ def report(runs: list[ConfigRun], tasks: list[EvalTask], per_task: bool, total: 
         parts += [head, task_table(run), *([f"error: {run.error}"] if run.error else []), ""]
     if total:
         parts += ["## Summary", summary_table(runs, {t.id for t in tasks if t.multi_turn})]
+        parts += ["", "## Tool calls (all tasks)", calls_table(runs)]
     return "\n".join(parts)
+
+
+def calls_table(runs: list[ConfigRun]) -> str:
+    """Calls per tool, per configuration: whether a map replaces searching and reading."""
+    head = ["config", *COUNTED_TOOLS, "other", "mean turns"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for run in runs:
+        counts: dict[str, int] = defaultdict(int)
+        for a in run.attempts:
+            for tool, n in a.extra.get("calls", {}).items():
+                counts[tool if tool in COUNTED_TOOLS else "other"] += n
+        turns = sum(a.turns for a in run.attempts) / max(len(run.attempts), 1)
+        cells = [run.name, *(str(counts[t]) for t in (*COUNTED_TOOLS, "other")), f"{turns:.1f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def save(
@@ -189,6 +220,13 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--configs", default=",".join(DEFAULT_CONFIGS))
     ap.add_argument("--tasks", default="", help="comma-separated substrings of task ids")
+    ap.add_argument(
+        "--repo-map",
+        type=int,
+        default=None,
+        metavar="TOKENS",
+        help="repo_map_tokens for every bosun configuration (0: off; default: bosun's own)",
+    )
     ap.add_argument("--out", type=Path, default=EVAL_DIR / "results.json")
     ap.add_argument("--merge", nargs="+", type=Path, help="combine earlier result files")
     args = ap.parse_args()

@@ -42,10 +42,11 @@ def test_help_does_not_import_heavy_backends() -> None:
         "import sys, agent.cli.main, agent.run.headless, agent.run.chat, agent.run.acp;"
         " import agent.run.assemble, agent.run.telemetry, agent.run.batch;"
         " print([m in sys.modules for m in"
-        " ('llama_cpp', 'openai', 'mcp', 'opentelemetry', 'acp', 'ray')])"
+        " ('llama_cpp', 'openai', 'mcp', 'opentelemetry', 'acp', 'ray', 'tree_sitter',"
+        " 'tree_sitter_language_pack')])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.stdout.strip() == "[False, False, False, False, False, False]", out.stderr
+    assert out.stdout.strip() == str([False] * 8), out.stderr
 
 
 def test_scripted_three_turn_session_jsonl(workspace: Path, script_file, tmp_path: Path) -> None:

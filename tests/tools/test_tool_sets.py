@@ -126,7 +126,8 @@ def test_unknown_tools_on_the_command_line_exit_2(command: str, workspace: Path)
     assert out.returncode == 2
     assert out.stderr.strip() == (
         "bosun: error: --tools: unknown tool 'nope' (known: read_file, list_dir, glob,"
-        " grep, write_file, edit_file, apply_patch, bash, update_plan, skill)"
+        " grep, outline, find_symbol, write_file, edit_file, apply_patch, bash, update_plan,"
+        " skill)"
     )
 
 
