@@ -16,8 +16,6 @@ import bisect
 import codecs
 import contextlib
 import ctypes
-import os
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -37,11 +35,12 @@ from drivers.base import (
     partial_suffix,
 )
 from drivers.bundled import resolve_model
+from drivers.llama_load import cores, gpu_offload_supported, load_llama
 from drivers.llama_sample import Sampler
+from drivers.llama_speculate import SPECULATE_MODES, NgramIndex, Pacer, verify
 from drivers.llama_state import open_prefix_cache, restore, snapshot
 
 DEFAULT_CTX = 8192
-_LOAD_LOCK = threading.Lock()
 # A head shorter than this is quicker to evaluate than to read back from a file.
 MIN_HEAD_TOKENS = 32
 # Prompt evaluation in slices of about this long, so a stop request is seen between them
@@ -49,67 +48,6 @@ MIN_HEAD_TOKENS = 32
 # tokens, the rest sized from the speed measured.
 PREFILL_SLICE_S = 0.1
 PREFILL_FIRST = 16
-
-
-@contextlib.contextmanager
-def _without_extra_buffer_types() -> Iterator[None]:
-    """Load models with llama.cpp's `use_extra_bufts = False`.
-
-    Builds of llama.cpp compiled with -march=native on CPUs that report AMX route matmuls
-    through `ggml_backend_amx_mul_mat`, which segfaults on any multi-token prompt
-    (llama-cpp-python 0.3.36). The extra buffer types are what select that path; without
-    them the ordinary CPU kernels run. `Llama.__init__` does not expose the field, but it
-    builds its params from `llama_model_default_params()`, so that call is wrapped for the
-    duration of one (locked) model load.
-    """
-    import llama_cpp.llama_cpp as low
-
-    original = low.llama_model_default_params
-
-    def params() -> Any:
-        p = original()
-        p.use_extra_bufts = False
-        return p
-
-    with _LOAD_LOCK:
-        low.llama_model_default_params = params
-        try:
-            yield
-        finally:
-            low.llama_model_default_params = original
-
-
-def load_llama(path: Path, *, n_ctx: int, n_gpu_layers: int, n_threads: int) -> Any:
-    from llama_cpp import Llama
-
-    llama_log.install()  # after llama_cpp's own import, which sets its stderr printer
-    with _without_extra_buffer_types():
-        return Llama(
-            model_path=str(path),
-            n_ctx=n_ctx,
-            n_gpu_layers=n_gpu_layers,
-            n_threads=n_threads,
-            n_threads_batch=n_threads,
-            # Attention over a long context is what a turn's prompt costs beyond its new
-            # tokens; flash attention cuts it by a fifth to a quarter on a 2-core CPU
-            # (bench/driver_bench.py) and saves memory on a GPU. llama.cpp's own tools
-            # turn it on wherever the backend supports it.
-            flash_attn=True,
-            verbose=False,
-        )
-
-
-def _gpu_offload_supported() -> bool:
-    import llama_cpp
-
-    return bool(llama_cpp.llama_supports_gpu_offload())
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 class LlamaDriver:
@@ -123,14 +61,18 @@ class LlamaDriver:
         n_threads: int | None = None,
         temperature: float = 0.0,
         prefix_cache: bool = True,
+        speculate: str = "auto",
     ) -> None:
+        if speculate not in SPECULATE_MODES:
+            raise UsageError(f"speculate must be one of {', '.join(SPECULATE_MODES)}")
         if not path.is_file():
             raise UsageError(f"model file not found: {path}")
         self.path = path
         self.model = model or path.stem
         self.temperature = temperature
-        gpu = n_gpu_layers if n_gpu_layers is not None else (-1 if _gpu_offload_supported() else 0)
-        threads = n_threads or _cores()
+        self.speculate = speculate
+        gpu = n_gpu_layers if n_gpu_layers is not None else (-1 if gpu_offload_supported() else 0)
+        threads = n_threads or cores()
         wanted = n_ctx or DEFAULT_CTX
         try:
             self.llm = load_llama(path, n_ctx=wanted, n_gpu_layers=gpu, n_threads=threads)
@@ -152,14 +94,17 @@ class LlamaDriver:
             n_params=int(self.llm._model.n_params()),
             tokenize=self.tokenize,
             prefix_cache=self.prefix_cache is not None,
+            speculate=speculate,
         )
         self._control: dict[int, bool] = {}
         self._head_memo: tuple[tuple[str, tuple[tuple[int, int], ...]], list[int]] | None = None
         self._halt: Halt | None = None  # asked by llama.cpp during a prompt's decode
         self._aborted = False  # the callback said stop during the current decode
         self._abort = self._abortable()
-        # How the last reply's tokens were drawn (llama_sample.Sampler.stats), for benches.
+        # How the last reply's tokens were drawn (llama_sample.Sampler.stats) and
+        # drafted (llama_speculate.Pacer.stats), for benches.
         self.last_sampling: dict[str, int] = {}
+        self.last_speculation: dict[str, int] = {}
 
     def tokenize(self, text: str, data: Sequence[tuple[int, int]] = ()) -> list[int]:
         """Prompt text -> tokens, the template's special tokens parsed as such.
@@ -377,40 +322,58 @@ class LlamaDriver:
         finish = "length"
         stopped_by: str | None = None
         produced = 0
+        index = NgramIndex(tokens) if self.speculate != "off" else None
+        pacer = Pacer(time.perf_counter)
+        # The prompt's last token gives the first logits; each drawn token is evaluated
+        # (with a draft behind it, if any) before the next is drawn, never after the last.
+        batch = tokens[-1:]
+        self.llm.n_tokens = len(tokens) - 1
         try:
-            # The prompt's last token gives the first logits; each sampled token is
-            # evaluated before the next is drawn (never after the last one).
-            self.llm.n_tokens = len(tokens) - 1
-            self.llm.eval(tokens[-1:])
-            while True:
-                if halt():
-                    finish = "interrupted"
-                    break
-                token = sampler.sample()
-                if token is None or llama_cpp.llama_vocab_is_eog(vocab, token):
-                    finish = "stop"
-                    if token is not None:
-                        stopped_by = self._piece(token).decode("utf-8", errors="replace")
-                    break
-                produced += 1
-                pending += decoder.decode(self._piece(token))
-                hits = [(i, s) for s in stops if s and (i := pending.find(s)) >= 0]
-                if hits:
-                    cut, stopped_by = min(hits)
-                    if cut:
-                        yield Chunk(pending[:cut])
-                    pending = ""
-                    finish = "stop"
-                    break
-                keep = partial_suffix(pending, stops)
-                if len(pending) > keep:
-                    yield Chunk(pending[: len(pending) - keep])
-                    pending = pending[len(pending) - keep :]
-                if produced >= max_tokens:
-                    break
-                self.llm.eval([token])
+            while finish == "length":
+                room = min(max_tokens - produced - 1, self.n_ctx - self.llm.n_tokens - 2)
+                want = min(pacer.want(), room) if index is not None else 0
+                draft = index.draft(want) if index is not None and want > 0 else []
+                began, past = time.perf_counter(), self.llm.n_tokens
+                self._decode(batch + draft)
+                kept = 0  # batch tokens whose KV entries stay: the first, then agreed ones
+                for token, _agreed in verify(sampler.sample, draft):
+                    kept += 1
+                    if halt():
+                        finish = "interrupted"
+                        break
+                    if token is None or llama_cpp.llama_vocab_is_eog(vocab, token):
+                        finish = "stop"
+                        if token is not None:
+                            stopped_by = self._piece(token).decode("utf-8", errors="replace")
+                        break
+                    produced += 1
+                    if index is not None:
+                        index.extend((token,))
+                    pending += decoder.decode(self._piece(token))
+                    hits = [(i, s) for s in stops if s and (i := pending.find(s)) >= 0]
+                    if hits:
+                        cut, stopped_by = min(hits)
+                        if cut:
+                            yield Chunk(pending[:cut])
+                        pending = ""
+                        finish = "stop"
+                        break
+                    keep = partial_suffix(pending, stops)
+                    if len(pending) > keep:
+                        yield Chunk(pending[: len(pending) - keep])
+                        pending = pending[len(pending) - keep :]
+                    if produced >= max_tokens:
+                        finish = "done"
+                        break
+                    batch = [token]
+                self._keep(past + kept)
+                if draft:
+                    pacer.drafted(len(draft), kept - 1, time.perf_counter() - began)
+                else:
+                    pacer.plain(time.perf_counter() - began)
         finally:
             self.last_sampling = dict(sampler.stats)
+            self.last_speculation = dict(pacer.stats)
             sampler.close()
         usage = Usage(
             prompt_tokens=len(tokens),
@@ -419,7 +382,28 @@ class LlamaDriver:
             ms=(time.perf_counter() - start) * 1000,
         )
         tail = pending + decoder.decode(b"", final=True)
+        finish = "length" if finish == "done" else finish
         yield Chunk(tail, usage=usage, finish_reason=finish, stopped_by=stopped_by)
+
+    def _decode(self, batch: list[int]) -> None:
+        """Evaluate `batch` after the tokens the cache holds, with logits for each of
+        its positions (a draft's are verified one by one); what stood after them in the
+        cache is dropped first, as `Llama.eval` does."""
+        llm = self.llm
+        past = llm.n_tokens
+        llm._ctx.kv_cache_seq_rm(-1, past, -1)
+        llm._batch.set_batch(batch=batch, n_past=past, logits_all=True)
+        llm._ctx.decode(llm._batch)
+        llm.input_ids[past : past + len(batch)] = batch
+        llm.n_tokens = past + len(batch)
+
+    def _keep(self, n: int) -> None:
+        """Cut the cache back to its first `n` positions: a draft's rejected tail leaves
+        the KV cache and the token record alike, so the next turn's cached prefix
+        (`_cached_prefix`) and a saved head see only tokens that were really kept."""
+        if n < self.llm.n_tokens:
+            self.llm._ctx.kv_cache_seq_rm(-1, n, -1)
+            self.llm.n_tokens = n
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

@@ -1,0 +1,142 @@
+"""Prompt-lookup speculation for the in-process driver: drafts, verification, pay-off.
+
+A coding agent's reply copies from its prompt (a file rewritten with a small change, an
+edit's `old` string, paths it just read). The tokens that followed the reply's last few
+tokens the last time they occurred are a good guess at what comes next; evaluating the
+guess in one batch costs little more than one token on a CPU, and every agreeing token
+is one decode saved.
+
+The drafter is bosun's own, not llama-cpp-python's `LlamaPromptLookupDecoding`: that one
+rescans the whole context with numpy at every step (O(n) per token, and the context of an
+agent turn is thousands of tokens) and proposes the EARLIEST occurrence of the n-gram,
+usually in the system prompt's tool descriptions, where an agent copies what it read
+last. `NgramIndex` keeps, per n-gram, its most recent position, updated in O(1) a token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+
+SPECULATE_MODES = ("auto", "off")
+# Longest n-gram first: a longer match is a better guess; a single token is too weak.
+NGRAM_MAX = 3
+NGRAM_MIN = 2
+K_START = 4
+K_MAX = 12
+# Pay-off: a window of drafted batches is compared with plain decoding; a window that
+# lost switches drafting off for PAUSE_FIRST tokens, doubling each time up to PAUSE_MAX.
+WINDOW = 8
+PAUSE_FIRST = 32
+PAUSE_MAX = 1024
+
+
+class NgramIndex:
+    """The context (prompt and reply so far) and, for every n-gram in it, the position of
+    the token that followed its latest occurrence."""
+
+    def __init__(self, tokens: Sequence[int] = ()) -> None:
+        self.tokens: list[int] = []
+        self._after: dict[tuple[int, ...], int] = {}
+        self.extend(tokens)
+
+    def extend(self, tokens: Sequence[int]) -> None:
+        for token in tokens:
+            self.tokens.append(token)
+            # The n-grams that end just before the new token now have a continuation.
+            end = len(self.tokens) - 1
+            for n in range(NGRAM_MIN, NGRAM_MAX + 1):
+                if end >= n:
+                    self._after[tuple(self.tokens[end - n : end])] = end
+
+    def draft(self, k: int) -> list[int]:
+        """Up to k tokens that followed the longest recent repeat of the context's end."""
+        tokens = self.tokens
+        for n in range(NGRAM_MAX, NGRAM_MIN - 1, -1):
+            if len(tokens) <= n:
+                continue
+            at = self._after.get(tuple(tokens[-n:]))
+            if at is not None:
+                return tokens[at : at + k]
+        return []
+
+
+class Pacer:
+    """How many tokens to draft next: more while drafts are taken whole, fewer after a
+    miss, none for a while where drafting has not paid (measured against the time a
+    plain decode step takes, so a backend where batches are dear turns it off itself).
+
+    `clock` is injected so the policy is testable without a model."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.k = K_START
+        self.pause = 0  # plain steps left before drafting again
+        self._next_pause = PAUSE_FIRST
+        self._plain_s: float | None = None  # seconds of one plain step (moving average)
+        self._spent = 0.0  # this window: seconds in drafted batches
+        self._worth = 0.0  # ... and what their tokens would have cost plainly
+        self._batches = 0
+        self.stats = {"drafted": 0, "accepted": 0, "batches": 0, "paused": 0}
+
+    def want(self) -> int:
+        if self.pause > 0:
+            self.pause -= 1
+            return 0
+        return self.k
+
+    def plain(self, seconds: float) -> None:
+        """A step that evaluated one token and drew one."""
+        self._plain_s = seconds if self._plain_s is None else 0.8 * self._plain_s + 0.2 * seconds
+
+    def drafted(self, drafted: int, accepted: int, seconds: float) -> None:
+        """A batch of the last token and `drafted` guesses, of which `accepted` agreed."""
+        self.stats["drafted"] += drafted
+        self.stats["accepted"] += accepted
+        self.stats["batches"] += 1
+        self.k = min(K_MAX, self.k + 2) if accepted == drafted else max(1, accepted + 1)
+        if self._plain_s is None:
+            return
+        self._spent += seconds
+        self._worth += (accepted + 1) * self._plain_s
+        self._batches += 1
+        if self._batches < WINDOW:
+            return
+        if self._worth < self._spent:  # the window decoded slower than plain steps
+            self.pause = self._next_pause
+            self._next_pause = min(PAUSE_MAX, self._next_pause * 2)
+            self.stats["paused"] += 1
+            self.k = K_START
+        else:
+            self._next_pause = PAUSE_FIRST
+        self._spent = self._worth = 0.0
+        self._batches = 0
+
+
+def verify(
+    sample: Callable[[int], int | None], draft: Sequence[int]
+) -> Iterator[tuple[int | None, bool]]:
+    """Draw the tokens of one batch (the last token, then `draft`): for position j,
+    `sample(j)` draws from the logits after the batch's first j+1 tokens; yields
+    (token, agreed) and stops after the first token that is not the draft's.
+
+    This is the standard speculative-sampling rule for a point-mass draft. For a draft
+    distribution q that puts all its mass on x, the rule accepts x with probability
+    min(1, p(x)/q(x)) = p(x) and, on rejection, draws from norm(max(0, p - q)) = p with
+    x removed and renormalised. Drawing y ~ p and accepting when y == x has the same
+    law: P(accept) = p(x), and given y != x, y is distributed as p(y) / (1 - p(x)), which
+    is p without x, renormalised. So the token kept at every position is a draw from the
+    sampler's own distribution (temperature, top-k/top-p/min-p and the grammar applied as
+    without speculation), and positions after a disagreement are never drawn: the
+    output has exactly the law of one-token-at-a-time decoding. Under greedy decoding it
+    is the same tokens, and with a seeded sampler the same draws in the same order.
+
+    The sampler's grammar advances only with kept tokens (each drawn token is kept),
+    so nothing of it needs undoing after a rejection. A None draw (the grammar allows no
+    token) is yielded as it is and ends the batch.
+    """
+    for j in range(len(draft) + 1):
+        token = sample(j)
+        agreed = j < len(draft) and token == draft[j]
+        yield token, agreed
+        if not agreed:
+            return
