@@ -12,7 +12,6 @@ and tools, which the agent marks with `head=`) is evaluated once, its KV state s
 
 from __future__ import annotations
 
-import bisect
 import codecs
 import contextlib
 import ctypes
@@ -39,6 +38,7 @@ from drivers.llama_load import cores, gpu_offload_supported, load_llama
 from drivers.llama_sample import Sampler
 from drivers.llama_speculate import SPECULATE_MODES, NgramIndex, Pacer, verify
 from drivers.llama_state import open_prefix_cache, restore, snapshot
+from drivers.llama_tokens import VocabText
 
 DEFAULT_CTX = 8192
 # A head shorter than this is quicker to evaluate than to read back from a file.
@@ -62,6 +62,7 @@ class LlamaDriver:
         temperature: float = 0.0,
         prefix_cache: bool = True,
         speculate: str = "auto",
+        flash_attn: bool = True,
     ) -> None:
         if speculate not in SPECULATE_MODES:
             raise UsageError(f"speculate must be one of {', '.join(SPECULATE_MODES)}")
@@ -75,11 +76,15 @@ class LlamaDriver:
         threads = n_threads or cores()
         wanted = n_ctx or DEFAULT_CTX
         try:
-            self.llm = load_llama(path, n_ctx=wanted, n_gpu_layers=gpu, n_threads=threads)
+            self.llm = load_llama(
+                path, n_ctx=wanted, n_gpu_layers=gpu, n_threads=threads, flash_attn=flash_attn
+            )
             trained = int(self.llm._model.n_ctx_train())
             if n_ctx is None and 0 < trained < wanted:
                 self.llm.close()
-                self.llm = load_llama(path, n_ctx=trained, n_gpu_layers=gpu, n_threads=threads)
+                self.llm = load_llama(
+                    path, n_ctx=trained, n_gpu_layers=gpu, n_threads=threads, flash_attn=flash_attn
+                )
         except (ValueError, RuntimeError) as exc:
             raise UsageError(f"cannot load model {path}: not a usable GGUF file ({exc})") from None
         # llama.cpp pads the context (1400 -> 1536) but llama-cpp-python's token arrays
@@ -96,7 +101,9 @@ class LlamaDriver:
             prefix_cache=self.prefix_cache is not None,
             speculate=speculate,
         )
-        self._control: dict[int, bool] = {}
+        self._vocab = VocabText(self.llm)
+        self._piece = self._vocab.piece
+        self._as_data = self._vocab.as_data
         self._head_memo: tuple[tuple[str, tuple[tuple[int, int], ...]], list[int]] | None = None
         self._halt: Halt | None = None  # asked by llama.cpp during a prompt's decode
         self._aborted = False  # the callback said stop during the current decode
@@ -117,49 +124,6 @@ class LlamaDriver:
         # adding one here as well would give the model two.
         tokens = list(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
         return self._as_data(text, tokens, data) if data else tokens
-
-    def _is_control(self, token: int) -> bool:
-        """Does the tokenizer produce `token` only when told to parse special tokens?"""
-        known = self._control.get(token)
-        if known is None:
-            import llama_cpp
-
-            attr = llama_cpp.llama_vocab_get_attr(self.llm._model.vocab, token)
-            known = bool(
-                attr & (llama_cpp.LLAMA_TOKEN_ATTR_CONTROL | llama_cpp.LLAMA_TOKEN_ATTR_UNKNOWN)
-            )
-            self._control[token] = known
-        return known
-
-    def _as_data(self, text: str, tokens: list[int], spans: Sequence[tuple[int, int]]) -> list[int]:
-        starts = [a for a, _ in spans]
-        out: list[int] = []
-        cursor = last = 0
-        for i, token in enumerate(tokens):
-            if not self._is_control(token):
-                continue
-            piece = self._piece(token).decode("utf-8", errors="replace")
-            at = text.find(piece, cursor) if piece else -1
-            if at < 0:
-                continue
-            cursor = at + len(piece)
-            k = bisect.bisect_right(starts, at) - 1
-            if k >= 0 and cursor <= spans[k][1]:
-                out += tokens[last:i]
-                out += self.llm.tokenize(piece.encode("utf-8"), add_bos=False, special=False)
-                last = i + 1
-        return out + tokens[last:] if last else tokens
-
-    def _piece(self, token: int) -> bytes:
-        import llama_cpp
-
-        size = 64
-        while True:
-            buf = ctypes.create_string_buffer(size)
-            n = llama_cpp.llama_token_to_piece(self.llm._model.vocab, token, buf, size, 0, True)
-            if n >= 0:
-                return buf.raw[:n]
-            size = -n
 
     def check_grammar(self, grammar: str) -> None:
         """Refuse a grammar llama.cpp cannot parse: a NULL sampler would otherwise be

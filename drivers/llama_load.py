@@ -47,7 +47,9 @@ def _without_extra_buffer_types() -> Iterator[None]:
             low.llama_model_default_params = original
 
 
-def load_llama(path: Path, *, n_ctx: int, n_gpu_layers: int, n_threads: int) -> Any:
+def load_llama(
+    path: Path, *, n_ctx: int, n_gpu_layers: int, n_threads: int, flash_attn: bool = True
+) -> Any:
     from llama_cpp import Llama
 
     llama_log.install()  # after llama_cpp's own import, which sets its stderr printer
@@ -62,7 +64,7 @@ def load_llama(path: Path, *, n_ctx: int, n_gpu_layers: int, n_threads: int) -> 
             # tokens; flash attention cuts it by a fifth to a quarter on a 2-core CPU
             # (bench/driver_bench.py) and saves memory on a GPU. llama.cpp's own tools
             # turn it on wherever the backend supports it.
-            flash_attn=True,
+            flash_attn=flash_attn,
             verbose=False,
         )
 

@@ -11,6 +11,16 @@ rescans the whole context with numpy at every step (O(n) per token, and the cont
 agent turn is thousands of tokens) and proposes the EARLIEST occurrence of the n-gram,
 usually in the system prompt's tool descriptions, where an agent copies what it read
 last. `NgramIndex` keeps, per n-gram, its most recent position, updated in O(1) a token.
+
+Verification (`verify`) is exact: the reply is the one plain decoding gives, wherever the
+backend computes a position's logits the same in a batch as alone. llama.cpp's matmuls
+do; its CPU flash-attention kernel does not once the KV view reaches 512 cells (a single
+query splits the keys across threads and merges partial sums; a batch of queries runs
+another path), a difference of up to ~0.6 in SmolLM2's logits, enough to flip a
+near-tie. With flash attention off (`LlamaDriver(flash_attn=False)`) replies are
+token-identical (tests/drivers/test_speculation_model.py); with it on (the default: it
+makes long prompts much cheaper) they agree up to such a tie, as llama.cpp's and vLLM's
+own speculation do.
 """
 
 from __future__ import annotations

@@ -1,0 +1,182 @@
+"""Prompt-lookup speculation on the real bundled models: the reply is token-identical with
+and without it, for the kinds of reply an agent writes, and the rejection path (a draft
+the model disagrees with) leaves the KV cache and the token record as plain decoding
+would.
+
+The models are loaded with flash attention off: llama.cpp's CPU flash-attention kernel
+rounds a batch of queries differently from a single one once the KV view reaches 512
+cells (drivers/llama_speculate.py), and these prompts (system prompt and tools) are
+longer than that. Without it a position's logits are the same bits in a batch as alone,
+so any difference here is the verification's own."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from agent.history import AssistantToolUse, System, ToolCall, ToolResult, User
+from agent.protocol.profile import profile_for
+from agent.tools import default_registry
+from drivers.base import Request, UsageError, collect
+
+pytest.importorskip("llama_cpp")
+pytestmark = pytest.mark.model
+
+SOURCE = '''def parse_size(text: str) -> int:
+    """'10k' -> 10240, '3M' -> 3145728, '512' -> 512."""
+    units = {"k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}
+    text = text.strip().lower()
+    if text and text[-1] in units:
+        return int(float(text[:-1]) * units[text[-1]])
+    return int(text)
+
+
+def format_size(n: int) -> str:
+    for unit in ("", "k", "M", "G"):
+        if n < 1024:
+            return f"{n}{unit}"
+        n //= 1024
+    return f"{n}T"
+'''
+
+
+def _read(path: str, content: str) -> list[Any]:
+    call = ToolCall("call_1", "read_file", {"path": path})
+    return [AssistantToolUse(call), ToolResult("call_1", content)]
+
+
+def _prompts(model: str) -> dict[str, tuple[str, str | None]]:
+    """Reply kinds -> (prompt, grammar). The copy and the edit are started in the
+    prompt (the call's opening), so the model is writing the argument when it begins."""
+    profile = profile_for(model)
+    specs = default_registry().specs()
+    system = System("You are a coding agent. Use the tools.")
+
+    def render(*messages: Any) -> str:
+        return profile.render([system, *messages], specs)
+
+    copy = render(User("Copy sizes.py to sizes_copy.py."), *_read("sizes.py", SOURCE))
+    opening = '<tool_call>\n{"name": "write_file", "arguments": {"path": "sizes_copy.py", '
+    copy += opening + '"content": ' + json.dumps(SOURCE[:40])[:-1]
+    edit = render(User("In sizes.py rename parse_size to size_of."), *_read("sizes.py", SOURCE))
+    edit += '<tool_call>\n{"name": "edit_file", "arguments": {"path": "sizes.py", "old": "'
+    grammar = profile.grammars(specs)[0]
+    return {
+        "prose": (render(User("Tell me a short story about a lighthouse.")), None),
+        "write_file copy": (copy, None),
+        "edit": (edit, None),
+        "grammar call": (render(User("Read sizes.py and tell me what it does.")), grammar),
+    }
+
+
+def _reply(driver: Any, mode: str, prompt: str, grammar: str | None, n: int = 80) -> list[str]:
+    driver.speculate = mode
+    chunks = list(driver.stream(Request(prompt, max_tokens=n, grammar=grammar)))
+    return [c.text for c in chunks]
+
+
+@pytest.fixture(scope="module")
+def smollm() -> Iterator[Any]:
+    from drivers.llama_cpp import open_llama
+
+    d = open_llama("smollm2-135m", prefix_cache=False, flash_attn=False)
+    yield d
+    d.close()
+
+
+@pytest.mark.parametrize("kind", ["prose", "write_file copy", "edit", "grammar call"])
+def test_greedy_replies_are_token_identical_with_and_without_speculation(smollm, kind) -> None:
+    prompt, grammar = _prompts(smollm.model)[kind]
+    plain = _reply(smollm, "off", prompt, grammar)
+    assert smollm.last_speculation["batches"] == 0
+    fast = _reply(smollm, "auto", prompt, grammar)
+    assert "".join(fast) == "".join(plain)
+    assert fast == plain  # chunk for chunk: stop strings and held-back text alike
+    if kind in ("write_file copy", "edit"):  # the copying kinds do get drafts taken
+        assert smollm.last_speculation["accepted"] > 10, smollm.last_speculation
+
+
+def test_the_same_reply_streams_whether_speculation_saves_time_or_not(smollm) -> None:
+    """Stops and max_tokens fall inside a verified batch: the cut is where plain
+    decoding cuts, and usage counts the tokens given out, not the tokens drafted."""
+    prompt, _ = _prompts(smollm.model)["write_file copy"]
+    for stop, n in (("units", 200), ("\n", 200), ("", 37)):
+        smollm.speculate = "off"
+        plain = collect(smollm.stream(Request(prompt, stop=(stop,) if stop else (), max_tokens=n)))
+        smollm.speculate = "auto"
+        fast = collect(smollm.stream(Request(prompt, stop=(stop,) if stop else (), max_tokens=n)))
+        assert (fast.text, fast.finish_reason) == (plain.text, plain.finish_reason)
+        assert fast.usage.completion_tokens == plain.usage.completion_tokens
+
+
+class _Forced:
+    """Drafts chosen by the test from the reply plain decoding gave: each guess right,
+    or each guess wrong (every token shifted by one: the rejection path every batch)."""
+
+    def __init__(self, script: list[int], wrong: bool) -> None:
+        self.script = [t + 1 for t in script] if wrong else script
+        self.produced = 0
+
+    def __call__(self, tokens: Any = ()) -> _Forced:
+        self.produced = 0
+        return self
+
+    def extend(self, tokens: Any) -> None:
+        self.produced += len(tokens)
+
+    def draft(self, k: int) -> list[int]:
+        return self.script[self.produced : self.produced + k]
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.8])
+def test_rejected_drafts_leave_what_plain_decoding_leaves(
+    smollm, monkeypatch: pytest.MonkeyPatch, temperature: float
+) -> None:
+    """Every draft wrong (each batch verified, its tail cut from the cache), or every
+    draft right: the reply is the plain one, at temperature 0.8 too (the same seeded
+    draws in the same order), and the cache holds exactly the tokens plain decoding
+    left there, so the next call's cached prefix is the same."""
+    import llama_cpp
+
+    import drivers.llama_cpp as module
+
+    prompt, _ = _prompts(smollm.model)["prose"]
+    start = len(smollm.tokenize(prompt))
+    smollm.temperature = temperature
+    try:
+        plain = _reply(smollm, "off", prompt, None, 60)
+        kept = list(smollm.llm.input_ids[: smollm.llm.n_tokens])
+        monkeypatch.setattr(module.Pacer, "want", lambda self: 6)
+        for wrong in (True, False):
+            monkeypatch.setattr(module, "NgramIndex", _Forced(kept[start:], wrong))
+            fast = _reply(smollm, "auto", prompt, None, 60)
+            assert "".join(fast) == "".join(plain)
+            stats = smollm.last_speculation
+            assert stats["batches"] > (40 if wrong else 5), stats
+            assert stats["accepted"] == 0 if wrong else stats["accepted"] > 40, stats
+            assert list(smollm.llm.input_ids[: smollm.llm.n_tokens]) == kept
+            memory = smollm.llm._ctx.memory
+            assert llama_cpp.llama_memory_seq_pos_max(memory, 0) == len(kept) - 1
+    finally:
+        smollm.temperature = 0.0
+
+
+def test_gemma_replies_are_token_identical_with_and_without_speculation() -> None:
+    from drivers.llama_cpp import open_llama
+
+    try:
+        gemma = open_llama("gemma3-270m", prefix_cache=False, flash_attn=False)
+    except UsageError as exc:
+        pytest.skip(f"Gemma 3 270M is not installed: {exc}")
+    try:
+        prompts = _prompts(gemma.model)
+        for kind in ("write_file copy", "grammar call"):
+            prompt, grammar = prompts[kind]
+            plain = _reply(gemma, "off", prompt, grammar, 60)
+            fast = _reply(gemma, "auto", prompt, grammar, 60)
+            assert fast == plain, kind
+    finally:
+        gemma.close()
