@@ -31,6 +31,7 @@ from agent.cli.common import (
     YesOpt,
     check_settings,
     config_hooks,
+    config_speculate,
     config_tools,
     fail,
     mcp_servers,
@@ -61,6 +62,11 @@ class Constrain(StrEnum):
     never = "never"
 
 
+class Speculate(StrEnum):
+    auto = "auto"
+    off = "off"
+
+
 class Sandbox(StrEnum):
     auto = "auto"
     on = "on"
@@ -70,6 +76,10 @@ class Sandbox(StrEnum):
 SANDBOX_HELP = "bash in bubblewrap: auto (where it works), on (or exit 2), off."
 NET_HELP = "Give the sandbox the network."
 GIT_HELP = "Let sandboxed commands write the workspace's .git/ (hooks, config)."
+SPECULATE_HELP = (
+    "In-process models: draft tokens from the prompt and verify them in one batch"
+    " (faster where replies copy); off: one token at a time. Default: config, else auto."
+)
 
 
 app = BosunApp(
@@ -177,6 +187,7 @@ def run(
             help="Context window in tokens; long runs compact to stay inside it.",
         ),
     ] = None,
+    speculate: Annotated[Speculate | None, typer.Option(help=SPECULATE_HELP)] = None,
     strict: Annotated[
         bool,
         typer.Option(
@@ -233,6 +244,7 @@ def run(
         constrain=constrain.value,
         api=api.value if api is not None else None,
         request_timeout=seconds_or_off("--request-timeout", request_timeout),
+        speculate=config_speculate(workspace, speculate.value if speculate else None),
         context_size=context_size,
         sandbox=policy,
         allow_net=allow_net,
@@ -306,6 +318,7 @@ def chat(
     context_size: Annotated[
         int | None, typer.Option("--context-size", min=256, help="Context window in tokens.")
     ] = None,
+    speculate: Annotated[Speculate | None, typer.Option(help=SPECULATE_HELP)] = None,
     sandbox: Annotated[
         Sandbox | None, typer.Option(help=SANDBOX_HELP + " Default: config, else auto.")
     ] = None,
@@ -348,6 +361,7 @@ def chat(
         tools=changes,
         checks=(lint_cmd, test_cmd, auto_lint, auto_test),
         allow_workspace_hooks=allow_workspace_hooks,
+        speculate=speculate.value if speculate is not None else None,
     )
     raise typer.Exit(code)
 

@@ -31,6 +31,7 @@ from agent.tools.permissions import APPROVE_MODES
 from agent.tools.sandbox import SANDBOX_MODES
 from agent.untrusted import TooDeep, check_depth
 from drivers.bundled import BUNDLED, DEFAULT_MODEL
+from drivers.llama_speculate import SPECULATE_MODES
 
 CONSTRAIN_MODES = ("auto", "always", "never")
 WORKSPACE_FILE = ".bosun.toml"
@@ -72,6 +73,8 @@ class Config:
     # [[hooks.EVENT]] of both files, then the workspace's .claude/settings.json (in that
     # order; agent.tools.hooks): the workspace's run once trusted (agent.run.hooks)
     hooks: tuple[HookSpec, ...] = ()
+    # prompt-lookup speculation in the in-process driver (drivers.llama_speculate)
+    speculate: str = "auto"
 
 
 _NOT_SETTINGS = frozenset({"workspace_model"})
@@ -127,6 +130,8 @@ def parse_config_file(path: Path, origin: Origin = "user") -> dict[str, Any]:
             raise UsageError(f"{where} must be one of {', '.join(APPROVE_MODES)}")
         if key == "constrain" and value not in CONSTRAIN_MODES:
             raise UsageError(f"{where} must be one of {', '.join(CONSTRAIN_MODES)}")
+        if key == "speculate" and value not in SPECULATE_MODES:
+            raise UsageError(f"{where} must be one of {', '.join(SPECULATE_MODES)}")
         if key == "context_size" and (
             isinstance(value, bool) or not isinstance(value, int) or value < 256
         ):
@@ -290,6 +295,7 @@ def resolve(
     constrain: str | None = None,
     context_size: int | None = None,
     sandbox: str | None = None,
+    speculate: str | None = None,
     allow_net: bool | None = None,
     allow_git_writes: bool | None = None,
     tools: tuple[str, ...] | None = None,
@@ -304,6 +310,7 @@ def resolve(
         "model": model,
         "approve": approve,
         "constrain": constrain,
+        "speculate": speculate,
         "context_size": context_size,
         "sandbox": sandbox,
         "allow_net": allow_net,

@@ -39,11 +39,11 @@ def test_help_and_version() -> None:
 
 def test_help_does_not_import_heavy_backends() -> None:
     code = (
-        "import sys, agent.cli.main, agent.run.headless, agent.run.chat;"
-        " print([m in sys.modules for m in ('llama_cpp', 'openai', 'mcp')])"
+        "import sys, agent.cli.main, agent.run.headless, agent.run.chat, agent.run.config;"
+        " print([m in sys.modules for m in ('llama_cpp', 'openai', 'mcp', 'drivers.llama_cpp')])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.stdout.strip() == "[False, False, False]", out.stderr
+    assert out.stdout.strip() == "[False, False, False, False]", out.stderr
 
 
 def test_scripted_three_turn_session_jsonl(workspace: Path, script_file, tmp_path: Path) -> None:
@@ -248,3 +248,15 @@ def test_inspection_commands_fail_cleanly(args: list[str]) -> None:
     proc = bosun(*args)
     assert proc.returncode == 2 and proc.stderr.startswith("bosun: error: ")
     assert "Traceback" not in proc.stderr
+
+
+def test_speculate_takes_auto_or_off(workspace: Path, script_file) -> None:
+    script = script_file("Done.")
+    for mode in ("auto", "off"):
+        proc = bosun(
+            "run", "hi", "--model", f"scripted:{script}", "--workspace", str(workspace),
+            "--speculate", mode,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+    bad = bosun("run", "hi", "--model", f"scripted:{script}", "--speculate", "always")
+    assert bad.returncode == 2 and "--speculate" in bad.stderr
