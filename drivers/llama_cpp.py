@@ -287,7 +287,7 @@ class LlamaDriver:
         stopped_by: str | None = None
         produced = 0
         index = NgramIndex(tokens) if self.speculate != "off" else None
-        pacer = Pacer(time.perf_counter)
+        pacer = Pacer()
         # The prompt's last token gives the first logits; each drawn token is evaluated
         # (with a draft behind it, if any) before the next is drawn, never after the last.
         batch = tokens[-1:]
@@ -297,7 +297,7 @@ class LlamaDriver:
                 room = min(max_tokens - produced - 1, self.n_ctx - self.llm.n_tokens - 2)
                 want = min(pacer.want(), room) if index is not None else 0
                 draft = index.draft(want) if index is not None and want > 0 else []
-                began, past = time.perf_counter(), self.llm.n_tokens
+                past = self.llm.n_tokens
                 self._decode(batch + draft)
                 kept = 0  # batch tokens whose KV entries stay: the first, then agreed ones
                 for token, _agreed in verify(sampler.sample, draft):
@@ -332,9 +332,7 @@ class LlamaDriver:
                     batch = [token]
                 self._keep(past + kept)
                 if draft:
-                    pacer.drafted(len(draft), kept - 1, time.perf_counter() - began)
-                else:
-                    pacer.plain(time.perf_counter() - began)
+                    pacer.drafted(len(draft), kept - 1)
         finally:
             self.last_sampling = dict(sampler.stats)
             self.last_speculation = dict(pacer.stats)

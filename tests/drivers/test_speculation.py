@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from drivers.llama_speculate import (
+    DRAFT_COST,
     K_MAX,
     K_START,
     PAUSE_FIRST,
@@ -52,39 +53,39 @@ def test_extending_token_by_token_is_building_at_once() -> None:
 
 
 def test_draft_length_grows_while_drafts_are_taken_and_shrinks_after_a_miss() -> None:
-    pacer = Pacer(lambda: 0.0)
+    pacer = Pacer()
     assert pacer.want() == K_START
-    pacer.drafted(K_START, K_START, 0.0)
+    pacer.drafted(K_START, K_START)
     assert pacer.want() == K_START + 2
     for _ in range(20):
-        pacer.drafted(pacer.k, pacer.k, 0.0)
+        pacer.drafted(pacer.k, pacer.k)
     assert pacer.want() == K_MAX
-    pacer.drafted(K_MAX, 2, 0.0)
+    pacer.drafted(K_MAX, 2)
     assert pacer.want() == 3
 
 
-def _window(pacer: Pacer, accepted: int, seconds: float) -> None:
+def _window(pacer: Pacer, accepted: int) -> None:
     for _ in range(WINDOW):
-        pacer.drafted(4, accepted, seconds)
+        pacer.drafted(4, accepted)
 
 
 def test_drafting_pauses_where_it_does_not_pay_and_longer_each_time() -> None:
-    pacer = Pacer(lambda: 0.0)
-    pacer.plain(0.010)  # one token alone: 10 ms
-    _window(pacer, 0, 0.015)  # batches that gave one token for 15 ms
+    pacer = Pacer()
+    _window(pacer, 1)  # one token in four taken: less than the drafts cost
+    assert DRAFT_COST * 4 >= 1
     assert [pacer.want() for _ in range(PAUSE_FIRST)] == [0] * PAUSE_FIRST
     assert pacer.want() == K_START
-    _window(pacer, 0, 0.015)
+    _window(pacer, 0)
     assert sum(pacer.want() == 0 for _ in range(4 * PAUSE_FIRST)) == 2 * PAUSE_FIRST
     assert pacer.stats["paused"] == 2
 
 
 def test_drafting_goes_on_where_it_pays() -> None:
-    pacer = Pacer(lambda: 0.0)
-    pacer.plain(0.010)
+    pacer = Pacer()
     for _ in range(5):
-        _window(pacer, 3, 0.015)  # four tokens for 15 ms
+        _window(pacer, 2)  # half the drafts taken
     assert pacer.stats["paused"] == 0 and pacer.want() > 0
+    assert pacer.stats == {"drafted": 160, "accepted": 80, "batches": 40, "paused": 0}
 
 
 def test_verify_keeps_the_agreeing_prefix_and_the_first_disagreeing_draw() -> None:
