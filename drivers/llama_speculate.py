@@ -12,15 +12,16 @@ agent turn is thousands of tokens) and proposes the EARLIEST occurrence of the n
 usually in the system prompt's tool descriptions, where an agent copies what it read
 last. `NgramIndex` keeps, per n-gram, its most recent position, updated in O(1) a token.
 
-Verification (`verify`) is exact: the reply is the one plain decoding gives, wherever the
-backend computes a position's logits the same in a batch as alone. llama.cpp's matmuls
-do; its CPU flash-attention kernel does not once the KV view reaches 512 cells (a single
-query splits the keys across threads and merges partial sums; a batch of queries runs
-another path), a difference of up to ~0.6 in SmolLM2's logits, enough to flip a
-near-tie. With flash attention off (`LlamaDriver(flash_attn=False)`) replies are
-token-identical (tests/drivers/test_speculation_model.py); with it on (the default: it
-makes long prompts much cheaper) they agree up to such a tie, as llama.cpp's and vLLM's
-own speculation do.
+Verification (`verify`) is exact: each kept token is drawn from the logits the model
+gives at its position, by the same sampler. What is not the same is how llama.cpp
+rounds a batch: a single token's attention splits the keys across threads (CPU flash
+attention, from 512 KV cells), several rows' matmuls take other kernels, so a
+position's logits in a batch differ from its logits alone by up to a few tenths on the
+bundled models. Greedy replies with and without speculation are the same tokens until
+the model's two best tokens are that close, and may part there, as with llama.cpp's and
+vLLM's own speculation (tests/drivers/test_speculation_model.py measures the margin
+where they part). The pacing is counted, not timed, so one prompt always gets the same
+batches and the same reply.
 """
 
 from __future__ import annotations
