@@ -145,18 +145,28 @@ def test_greedy_replies_are_the_same_with_and_without_speculation(
         assert smollm.last_speculation["batches"] > 0, smollm.last_speculation
 
 
-def test_the_same_reply_streams_whether_speculation_saves_time_or_not(smollm) -> None:
+def test_the_same_reply_streams_whether_speculation_saves_time_or_not(
+    smollm, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Stops and max_tokens fall inside a verified batch: the cut is where plain
     decoding cuts, and usage counts the tokens given out, not the tokens drafted."""
     prompt, _ = _prompts(smollm.model)["write_file copy"]
-    for stop, n in (("units", 200), ("\n", 200), ("", 37)):
-        smollm.speculate = "off"
-        plain = collect(smollm.stream(Request(prompt, stop=(stop,) if stop else (), max_tokens=n)))
-        smollm.speculate = "auto"
-        fast = collect(smollm.stream(Request(prompt, stop=(stop,) if stop else (), max_tokens=n)))
+    record = _Recorder(monkeypatch)
+    for stop, n in (("units", 200), ("\\n", 200), ("", 37)):
+        stops = (stop,) if stop else ()
+        replies = []
+        for mode in ("off", "auto"):
+            smollm.speculate = mode
+            record.drawn = []
+            replies.append((collect(smollm.stream(Request(prompt, stop=stops, max_tokens=n))),
+                            list(record.drawn)))  # fmt: skip
+        (plain, plain_drawn), (fast, fast_drawn) = replies
+        assert smollm.last_speculation["batches"] > 0
+        if [t for t, _ in plain_drawn] != [t for t, _ in fast_drawn]:
+            _agree_up_to_a_near_tie((plain.text, plain_drawn), (fast.text, fast_drawn))
+            continue
         assert (fast.text, fast.finish_reason) == (plain.text, plain.finish_reason)
         assert fast.usage.completion_tokens == plain.usage.completion_tokens
-        assert smollm.last_speculation["accepted"] > 0
 
 
 class _Forced:
@@ -202,7 +212,10 @@ def test_rejected_drafts_are_cut_from_the_cache(
             fast = record.run(smollm, "auto", prompt, None, 40)
             stats = smollm.last_speculation
             assert stats["batches"] > (30 if wrong else 4), stats
-            assert stats["accepted"] == 0 if wrong else stats["accepted"] > 10, stats
+            if wrong:  # a shifted token can still be drawn when sampling
+                assert stats["accepted"] <= (0 if temperature == 0.0 else 3), stats
+            elif temperature == 0.0:  # sampled, a reply that parts misaligns the script
+                assert stats["accepted"] > 10, stats
             drawn = [t for t, _ in fast[1]]
             assert list(smollm.llm.input_ids[: smollm.llm.n_tokens]) == tokens + drawn[:-1]
             memory = smollm.llm._ctx.memory
