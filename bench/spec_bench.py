@@ -95,7 +95,7 @@ def bench(model: str, repeats: int, max_tokens: int) -> list[list[str]]:
                         drafted += driver.last_speculation.get("drafted", 0)
             off, auto = statistics.median(rates["off"]), statistics.median(rates["auto"])
             rows.append(
-                [
+                row := [
                     model,
                     kind,
                     str(n),
@@ -106,6 +106,7 @@ def bench(model: str, repeats: int, max_tokens: int) -> list[list[str]]:
                     "yes" if texts["off"] == texts["auto"] else "no",
                 ]
             )
+            print("  ".join(row), flush=True)  # as it goes: a long run shows progress
     finally:
         driver.close()
     return rows
