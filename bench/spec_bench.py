@@ -35,7 +35,8 @@ from drivers.base import Request
 from drivers.llama_cpp import open_llama
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCE = "".join((ROOT / "drivers" / "llama_state.py").read_text().splitlines(True)[:45])
+# Real code past its docstring (a reply that opens with an escaped \"\"\" ends at once).
+SOURCE = "".join((ROOT / "drivers" / "llama_state.py").read_text().splitlines(True)[8:50])
 
 
 def prompts(model: str) -> dict[str, str]:
