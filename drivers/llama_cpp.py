@@ -36,7 +36,7 @@ from drivers.base import (
 from drivers.bundled import resolve_model
 from drivers.llama_load import cores, gpu_offload_supported, load_llama
 from drivers.llama_sample import Sampler
-from drivers.llama_speculate import SPECULATE_MODES, NgramIndex, Pacer, verify
+from drivers.llama_speculate import K_MIN, SPECULATE_MODES, NgramIndex, Pacer, verify
 from drivers.llama_state import open_prefix_cache, restore, snapshot
 from drivers.llama_tokens import VocabText
 
@@ -296,7 +296,8 @@ class LlamaDriver:
             while finish == "length":
                 room = min(max_tokens - produced - 1, self.n_ctx - self.llm.n_tokens - 2)
                 want = min(pacer.want(), room) if index is not None else 0
-                draft = index.draft(want) if index is not None and want > 0 else []
+                draft = index.draft(want) if index is not None and want >= K_MIN else []
+                draft = draft if len(draft) >= K_MIN else []  # too short to pay
                 past = self.llm.n_tokens
                 self._decode(batch + draft)
                 kept = 0  # batch tokens whose KV entries stay: the first, then agreed ones

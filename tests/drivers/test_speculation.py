@@ -14,6 +14,7 @@ import pytest
 from drivers.llama_speculate import (
     DRAFT_COST,
     K_MAX,
+    K_MIN,
     K_START,
     PAUSE_FIRST,
     WINDOW,
@@ -60,8 +61,10 @@ def test_draft_length_grows_while_drafts_are_taken_and_shrinks_after_a_miss() ->
     for _ in range(20):
         pacer.drafted(pacer.k, pacer.k)
     assert pacer.want() == K_MAX
-    pacer.drafted(K_MAX, 2)
-    assert pacer.want() == 3
+    pacer.drafted(K_MAX, 4)
+    assert pacer.want() == 5
+    pacer.drafted(5, 0)
+    assert pacer.want() == K_MIN  # shorter drafts never pay
 
 
 def _window(pacer: Pacer, accepted: int) -> None:
@@ -83,9 +86,9 @@ def test_drafting_pauses_where_it_does_not_pay_and_longer_each_time() -> None:
 def test_drafting_goes_on_where_it_pays() -> None:
     pacer = Pacer()
     for _ in range(5):
-        _window(pacer, 2)  # half the drafts taken
+        _window(pacer, 3)  # three in four taken
     assert pacer.stats["paused"] == 0 and pacer.want() > 0
-    assert pacer.stats == {"drafted": 160, "accepted": 80, "batches": 40, "paused": 0}
+    assert pacer.stats == {"drafted": 160, "accepted": 120, "batches": 40, "paused": 0}
 
 
 def test_verify_keeps_the_agreeing_prefix_and_the_first_disagreeing_draw() -> None:
