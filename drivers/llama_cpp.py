@@ -74,6 +74,7 @@ class LlamaDriver:
         self.speculate = speculate
         gpu = n_gpu_layers if n_gpu_layers is not None else (-1 if gpu_offload_supported() else 0)
         threads = n_threads or cores()
+        self._offloaded = gpu != 0
         wanted = n_ctx or DEFAULT_CTX
         try:
             self.llm = load_llama(
@@ -286,7 +287,7 @@ class LlamaDriver:
         finish = "length"
         stopped_by: str | None = None
         produced = 0
-        index = NgramIndex(tokens) if self.speculate != "off" else None
+        index = NgramIndex(tokens) if self._speculates() else None
         pacer = Pacer()
         # The prompt's last token gives the first logits; each drawn token is evaluated
         # (with a draft behind it, if any) before the next is drawn, never after the last.
@@ -347,6 +348,10 @@ class LlamaDriver:
         tail = pending + decoder.decode(b"", final=True)
         finish = "length" if finish == "done" else finish
         yield Chunk(tail, usage=usage, finish_reason=finish, stopped_by=stopped_by)
+
+    def _speculates(self) -> bool:
+        """`on`, or `auto` with the model on a GPU (llama_speculate.SPECULATE_MODES)."""
+        return self.speculate == "on" or (self.speculate == "auto" and self._offloaded)
 
     def _decode(self, batch: list[int]) -> None:
         """Evaluate `batch` after the tokens the cache holds, with logits for each of

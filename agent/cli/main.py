@@ -64,6 +64,7 @@ class Constrain(StrEnum):
 
 class Speculate(StrEnum):
     auto = "auto"
+    on = "on"
     off = "off"
 
 
@@ -78,7 +79,8 @@ NET_HELP = "Give the sandbox the network."
 GIT_HELP = "Let sandboxed commands write the workspace's .git/ (hooks, config)."
 SPECULATE_HELP = (
     "In-process models: draft tokens from the prompt and verify them in one batch"
-    " (faster where replies copy); off: one token at a time. Default: config, else auto."
+    " (faster where replies copy); auto: where the model runs on a GPU. Default: config,"
+    " else auto."
 )
 
 

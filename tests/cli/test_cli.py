@@ -252,7 +252,7 @@ def test_inspection_commands_fail_cleanly(args: list[str]) -> None:
 
 def test_speculate_takes_auto_or_off(workspace: Path, script_file) -> None:
     script = script_file("Done.")
-    for mode in ("auto", "off"):
+    for mode in ("auto", "on", "off"):
         proc = bosun(
             "run", "hi", "--model", f"scripted:{script}", "--workspace", str(workspace),
             "--speculate", mode,

@@ -137,7 +137,7 @@ def test_greedy_replies_are_the_same_with_and_without_speculation(
     record = _Recorder(monkeypatch)
     plain = record.run(smollm, "off", prompt, grammar)
     assert smollm.last_speculation["batches"] == 0
-    fast = record.run(smollm, "auto", prompt, grammar)
+    fast = record.run(smollm, "on", prompt, grammar)
     _agree_up_to_a_near_tie(plain, fast)
     if kind == "write_file copy":  # a copy does get its drafts taken
         assert smollm.last_speculation["accepted"] > 10, smollm.last_speculation
@@ -155,7 +155,7 @@ def test_the_same_reply_streams_whether_speculation_saves_time_or_not(
     for stop, n in (("\\n", 60), ("", 37)):
         stops = (stop,) if stop else ()
         replies = []
-        for mode in ("off", "auto"):
+        for mode in ("off", "on"):
             smollm.speculate = mode
             record.drawn = []
             replies.append((collect(smollm.stream(Request(prompt, stop=stops, max_tokens=n))),
@@ -209,7 +209,7 @@ def test_rejected_drafts_are_cut_from_the_cache(
         monkeypatch.setattr(module.Pacer, "want", lambda self: 6)
         for wrong in (True, False):
             monkeypatch.setattr(module, "NgramIndex", _Forced([t for t, _ in plain[1]], wrong))
-            fast = record.run(smollm, "auto", prompt, None, 40)
+            fast = record.run(smollm, "on", prompt, None, 40)
             stats = smollm.last_speculation
             assert stats["batches"] > (30 if wrong else 4), stats
             if wrong:  # a shifted token can still be drawn when sampling
@@ -241,7 +241,7 @@ def test_gemma_replies_are_the_same_with_and_without_speculation(
         for kind in ("write_file copy", "grammar call"):
             prompt, grammar = prompts[kind]
             plain = record.run(gemma, "off", prompt, grammar, 60)
-            fast = record.run(gemma, "auto", prompt, grammar, 60)
+            fast = record.run(gemma, "on", prompt, grammar, 60)
             _agree_up_to_a_near_tie(plain, fast)
     finally:
         gemma.close()

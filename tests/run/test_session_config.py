@@ -50,7 +50,7 @@ def test_a_workspace_file_cannot_loosen_approval(
         ('modle = "x"', "unknown setting 'modle'"),
         ('approve = "yolo"', "approve must be one of"),
         ('constrain = "sometimes"', "constrain must be one of"),
-        ('speculate = "always"', "speculate must be one of auto, off"),
+        ('speculate = "always"', "speculate must be one of auto, on, off"),
         ("speculate = false", "speculate must be one of"),
         ("context_size = 12", "context_size must be"),
         ("context_size = true", "context_size must be"),
