@@ -181,6 +181,9 @@ class DriverInfo:
     max_concurrency: int = 1  # streams one driver serves at once (1: one KV cache)
     tokenize: Callable[[str], list[int]] | None = None
     prefix_cache: bool = False  # a request's `head` lets a later session start warm
+    # prompt-lookup speculation in the driver's own decode loop: "auto" or "off"
+    # (drivers.llama_speculate); "" where the driver has none (a server has its own)
+    speculate: str = ""
     # A driver that must not be shared (a strict replay: call N is step N) hands each
     # concurrent user a fresh copy of itself through this; None: share this one.
     fresh: Callable[[], TextDriver] | None = None

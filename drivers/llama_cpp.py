@@ -12,12 +12,9 @@ and tools, which the agent marks with `head=`) is evaluated once, its KV state s
 
 from __future__ import annotations
 
-import bisect
 import codecs
 import contextlib
 import ctypes
-import os
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -37,11 +34,13 @@ from drivers.base import (
     partial_suffix,
 )
 from drivers.bundled import resolve_model
+from drivers.llama_load import cores, gpu_offload_supported, load_llama
 from drivers.llama_sample import Sampler
+from drivers.llama_speculate import K_MIN, SPECULATE_MODES, NgramIndex, Pacer, verify
 from drivers.llama_state import open_prefix_cache, restore, snapshot
+from drivers.llama_tokens import VocabText
 
 DEFAULT_CTX = 8192
-_LOAD_LOCK = threading.Lock()
 # A head shorter than this is quicker to evaluate than to read back from a file.
 MIN_HEAD_TOKENS = 32
 # Prompt evaluation in slices of about this long, so a stop request is seen between them
@@ -49,67 +48,6 @@ MIN_HEAD_TOKENS = 32
 # tokens, the rest sized from the speed measured.
 PREFILL_SLICE_S = 0.1
 PREFILL_FIRST = 16
-
-
-@contextlib.contextmanager
-def _without_extra_buffer_types() -> Iterator[None]:
-    """Load models with llama.cpp's `use_extra_bufts = False`.
-
-    Builds of llama.cpp compiled with -march=native on CPUs that report AMX route matmuls
-    through `ggml_backend_amx_mul_mat`, which segfaults on any multi-token prompt
-    (llama-cpp-python 0.3.36). The extra buffer types are what select that path; without
-    them the ordinary CPU kernels run. `Llama.__init__` does not expose the field, but it
-    builds its params from `llama_model_default_params()`, so that call is wrapped for the
-    duration of one (locked) model load.
-    """
-    import llama_cpp.llama_cpp as low
-
-    original = low.llama_model_default_params
-
-    def params() -> Any:
-        p = original()
-        p.use_extra_bufts = False
-        return p
-
-    with _LOAD_LOCK:
-        low.llama_model_default_params = params
-        try:
-            yield
-        finally:
-            low.llama_model_default_params = original
-
-
-def load_llama(path: Path, *, n_ctx: int, n_gpu_layers: int, n_threads: int) -> Any:
-    from llama_cpp import Llama
-
-    llama_log.install()  # after llama_cpp's own import, which sets its stderr printer
-    with _without_extra_buffer_types():
-        return Llama(
-            model_path=str(path),
-            n_ctx=n_ctx,
-            n_gpu_layers=n_gpu_layers,
-            n_threads=n_threads,
-            n_threads_batch=n_threads,
-            # Attention over a long context is what a turn's prompt costs beyond its new
-            # tokens; flash attention cuts it by a fifth to a quarter on a 2-core CPU
-            # (bench/driver_bench.py) and saves memory on a GPU. llama.cpp's own tools
-            # turn it on wherever the backend supports it.
-            flash_attn=True,
-            verbose=False,
-        )
-
-
-def _gpu_offload_supported() -> bool:
-    import llama_cpp
-
-    return bool(llama_cpp.llama_supports_gpu_offload())
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 class LlamaDriver:
@@ -123,21 +61,31 @@ class LlamaDriver:
         n_threads: int | None = None,
         temperature: float = 0.0,
         prefix_cache: bool = True,
+        speculate: str = "auto",
+        flash_attn: bool = True,
     ) -> None:
+        if speculate not in SPECULATE_MODES:
+            raise UsageError(f"speculate must be one of {', '.join(SPECULATE_MODES)}")
         if not path.is_file():
             raise UsageError(f"model file not found: {path}")
         self.path = path
         self.model = model or path.stem
         self.temperature = temperature
-        gpu = n_gpu_layers if n_gpu_layers is not None else (-1 if _gpu_offload_supported() else 0)
-        threads = n_threads or _cores()
+        self.speculate = speculate
+        gpu = n_gpu_layers if n_gpu_layers is not None else (-1 if gpu_offload_supported() else 0)
+        threads = n_threads or cores()
+        self._offloaded = gpu != 0
         wanted = n_ctx or DEFAULT_CTX
         try:
-            self.llm = load_llama(path, n_ctx=wanted, n_gpu_layers=gpu, n_threads=threads)
+            self.llm = load_llama(
+                path, n_ctx=wanted, n_gpu_layers=gpu, n_threads=threads, flash_attn=flash_attn
+            )
             trained = int(self.llm._model.n_ctx_train())
             if n_ctx is None and 0 < trained < wanted:
                 self.llm.close()
-                self.llm = load_llama(path, n_ctx=trained, n_gpu_layers=gpu, n_threads=threads)
+                self.llm = load_llama(
+                    path, n_ctx=trained, n_gpu_layers=gpu, n_threads=threads, flash_attn=flash_attn
+                )
         except (ValueError, RuntimeError) as exc:
             raise UsageError(f"cannot load model {path}: not a usable GGUF file ({exc})") from None
         # llama.cpp pads the context (1400 -> 1536) but llama-cpp-python's token arrays
@@ -152,14 +100,19 @@ class LlamaDriver:
             n_params=int(self.llm._model.n_params()),
             tokenize=self.tokenize,
             prefix_cache=self.prefix_cache is not None,
+            speculate=speculate,
         )
-        self._control: dict[int, bool] = {}
+        self._vocab = VocabText(self.llm)
+        self._piece = self._vocab.piece
+        self._as_data = self._vocab.as_data
         self._head_memo: tuple[tuple[str, tuple[tuple[int, int], ...]], list[int]] | None = None
         self._halt: Halt | None = None  # asked by llama.cpp during a prompt's decode
         self._aborted = False  # the callback said stop during the current decode
         self._abort = self._abortable()
-        # How the last reply's tokens were drawn (llama_sample.Sampler.stats), for benches.
+        # How the last reply's tokens were drawn (llama_sample.Sampler.stats) and
+        # drafted (llama_speculate.Pacer.stats), for benches.
         self.last_sampling: dict[str, int] = {}
+        self.last_speculation: dict[str, int] = {}
 
     def tokenize(self, text: str, data: Sequence[tuple[int, int]] = ()) -> list[int]:
         """Prompt text -> tokens, the template's special tokens parsed as such.
@@ -172,49 +125,6 @@ class LlamaDriver:
         # adding one here as well would give the model two.
         tokens = list(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
         return self._as_data(text, tokens, data) if data else tokens
-
-    def _is_control(self, token: int) -> bool:
-        """Does the tokenizer produce `token` only when told to parse special tokens?"""
-        known = self._control.get(token)
-        if known is None:
-            import llama_cpp
-
-            attr = llama_cpp.llama_vocab_get_attr(self.llm._model.vocab, token)
-            known = bool(
-                attr & (llama_cpp.LLAMA_TOKEN_ATTR_CONTROL | llama_cpp.LLAMA_TOKEN_ATTR_UNKNOWN)
-            )
-            self._control[token] = known
-        return known
-
-    def _as_data(self, text: str, tokens: list[int], spans: Sequence[tuple[int, int]]) -> list[int]:
-        starts = [a for a, _ in spans]
-        out: list[int] = []
-        cursor = last = 0
-        for i, token in enumerate(tokens):
-            if not self._is_control(token):
-                continue
-            piece = self._piece(token).decode("utf-8", errors="replace")
-            at = text.find(piece, cursor) if piece else -1
-            if at < 0:
-                continue
-            cursor = at + len(piece)
-            k = bisect.bisect_right(starts, at) - 1
-            if k >= 0 and cursor <= spans[k][1]:
-                out += tokens[last:i]
-                out += self.llm.tokenize(piece.encode("utf-8"), add_bos=False, special=False)
-                last = i + 1
-        return out + tokens[last:] if last else tokens
-
-    def _piece(self, token: int) -> bytes:
-        import llama_cpp
-
-        size = 64
-        while True:
-            buf = ctypes.create_string_buffer(size)
-            n = llama_cpp.llama_token_to_piece(self.llm._model.vocab, token, buf, size, 0, True)
-            if n >= 0:
-                return buf.raw[:n]
-            size = -n
 
     def check_grammar(self, grammar: str) -> None:
         """Refuse a grammar llama.cpp cannot parse: a NULL sampler would otherwise be
@@ -377,40 +287,57 @@ class LlamaDriver:
         finish = "length"
         stopped_by: str | None = None
         produced = 0
+        index = NgramIndex(tokens) if self._speculates() else None
+        pacer = Pacer()
+        # The prompt's last token gives the first logits; each drawn token is evaluated
+        # (with a draft behind it, if any) before the next is drawn, never after the last.
+        batch = tokens[-1:]
+        self.llm.n_tokens = len(tokens) - 1
         try:
-            # The prompt's last token gives the first logits; each sampled token is
-            # evaluated before the next is drawn (never after the last one).
-            self.llm.n_tokens = len(tokens) - 1
-            self.llm.eval(tokens[-1:])
-            while True:
-                if halt():
-                    finish = "interrupted"
-                    break
-                token = sampler.sample()
-                if token is None or llama_cpp.llama_vocab_is_eog(vocab, token):
-                    finish = "stop"
-                    if token is not None:
-                        stopped_by = self._piece(token).decode("utf-8", errors="replace")
-                    break
-                produced += 1
-                pending += decoder.decode(self._piece(token))
-                hits = [(i, s) for s in stops if s and (i := pending.find(s)) >= 0]
-                if hits:
-                    cut, stopped_by = min(hits)
-                    if cut:
-                        yield Chunk(pending[:cut])
-                    pending = ""
-                    finish = "stop"
-                    break
-                keep = partial_suffix(pending, stops)
-                if len(pending) > keep:
-                    yield Chunk(pending[: len(pending) - keep])
-                    pending = pending[len(pending) - keep :]
-                if produced >= max_tokens:
-                    break
-                self.llm.eval([token])
+            while finish == "length":
+                room = min(max_tokens - produced - 1, self.n_ctx - self.llm.n_tokens - 2)
+                want = min(pacer.want(), room) if index is not None else 0
+                draft = index.draft(want) if index is not None and want >= K_MIN else []
+                draft = draft if len(draft) >= K_MIN else []  # too short to pay
+                past = self.llm.n_tokens
+                self._decode(batch + draft)
+                kept = 0  # batch tokens whose KV entries stay: the first, then agreed ones
+                for token, _agreed in verify(sampler.sample, draft):
+                    kept += 1
+                    if halt():
+                        finish = "interrupted"
+                        break
+                    if token is None or llama_cpp.llama_vocab_is_eog(vocab, token):
+                        finish = "stop"
+                        if token is not None:
+                            stopped_by = self._piece(token).decode("utf-8", errors="replace")
+                        break
+                    produced += 1
+                    if index is not None:
+                        index.extend((token,))
+                    pending += decoder.decode(self._piece(token))
+                    hits = [(i, s) for s in stops if s and (i := pending.find(s)) >= 0]
+                    if hits:
+                        cut, stopped_by = min(hits)
+                        if cut:
+                            yield Chunk(pending[:cut])
+                        pending = ""
+                        finish = "stop"
+                        break
+                    keep = partial_suffix(pending, stops)
+                    if len(pending) > keep:
+                        yield Chunk(pending[: len(pending) - keep])
+                        pending = pending[len(pending) - keep :]
+                    if produced >= max_tokens:
+                        finish = "done"
+                        break
+                    batch = [token]
+                self._keep(past + kept)
+                if draft:
+                    pacer.drafted(len(draft), kept - 1)
         finally:
             self.last_sampling = dict(sampler.stats)
+            self.last_speculation = dict(pacer.stats)
             sampler.close()
         usage = Usage(
             prompt_tokens=len(tokens),
@@ -419,7 +346,32 @@ class LlamaDriver:
             ms=(time.perf_counter() - start) * 1000,
         )
         tail = pending + decoder.decode(b"", final=True)
+        finish = "length" if finish == "done" else finish
         yield Chunk(tail, usage=usage, finish_reason=finish, stopped_by=stopped_by)
+
+    def _speculates(self) -> bool:
+        """`on`, or `auto` with the model on a GPU (llama_speculate.SPECULATE_MODES)."""
+        return self.speculate == "on" or (self.speculate == "auto" and self._offloaded)
+
+    def _decode(self, batch: list[int]) -> None:
+        """Evaluate `batch` after the tokens the cache holds, with logits for each of
+        its positions (a draft's are verified one by one); what stood after them in the
+        cache is dropped first, as `Llama.eval` does."""
+        llm = self.llm
+        past = llm.n_tokens
+        llm._ctx.kv_cache_seq_rm(-1, past, -1)
+        llm._batch.set_batch(batch=batch, n_past=past, logits_all=True)
+        llm._ctx.decode(llm._batch)
+        llm.input_ids[past : past + len(batch)] = batch
+        llm.n_tokens = past + len(batch)
+
+    def _keep(self, n: int) -> None:
+        """Cut the cache back to its first `n` positions: a draft's rejected tail leaves
+        the KV cache and the token record alike, so the next turn's cached prefix
+        (`_cached_prefix`) and a saved head see only tokens that were really kept."""
+        if n < self.llm.n_tokens:
+            self.llm._ctx.kv_cache_seq_rm(-1, n, -1)
+            self.llm.n_tokens = n
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

@@ -70,18 +70,19 @@ class Sampler:
         # How often each path was taken, for the bench.
         self.stats = {"free": 0, "candidates": 0, "vocabulary": 0}
 
-    def sample(self) -> int | None:
-        """The next token after the last one evaluated; the grammar (if any) advances.
+    def sample(self, at: int = -1) -> int | None:
+        """The next token after the `at`-th token of the last batch evaluated (-1: its
+        last; a speculative batch has logits for each); the grammar (if any) advances.
         None when the grammar allows no token at all (not even an end of turn)."""
         ll = self._ll
-        token = int(ll.llama_sampler_sample(self.chain, self._ctx, -1))
+        token = int(ll.llama_sampler_sample(self.chain, self._ctx, at))
         if self.grammar is None:
             self.stats["free"] += 1
             return token
         if self._allowed(token):
             self.stats["free"] += 1
         else:
-            chosen = self._constrained()
+            chosen = self._constrained(at)
             if chosen is None:
                 return None
             token = chosen
@@ -95,10 +96,10 @@ class Sampler:
         self._ll.llama_sampler_apply(self.grammar, ctypes.byref(view))
         return not math.isinf(one[0].logit)
 
-    def _constrained(self) -> int | None:
+    def _constrained(self, at: int) -> int | None:
         """Grammar, then the chain: over the best CANDIDATES tokens, else over all."""
         logits = np.ctypeslib.as_array(
-            self._ll.llama_get_logits_ith(self._ctx, -1), shape=(self.n_vocab,)
+            self._ll.llama_get_logits_ith(self._ctx, at), shape=(self.n_vocab,)
         )
         if self._buffer is None:
             self._buffer = np.zeros(self.n_vocab, dtype=_TOKEN_DATA)

@@ -27,7 +27,7 @@ def _model() -> Any:
     import llama_cpp.llama_cpp as low
 
     from drivers.bundled import resolve_model
-    from drivers.llama_cpp import _without_extra_buffer_types
+    from drivers.llama_load import _without_extra_buffer_types
 
     path, _ = resolve_model("smollm2-135m")
     low.llama_backend_init()

@@ -230,6 +230,14 @@ AutoTestOpt = Annotated[
 ]
 
 
+def config_speculate(workspace: Path | None, flag: str | None) -> str:
+    """--speculate, else the config files' `speculate` (agent.run.config), else auto."""
+    from agent.run.config import resolve
+
+    root = workspace if workspace is not None else Path.cwd()
+    return resolve(root if root.is_dir() else None, speculate=flag).speculate
+
+
 def check_settings(
     workspace: Path | None,
     lint_cmd: list[str] | None,

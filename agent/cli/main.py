@@ -36,6 +36,7 @@ from agent.cli.common import (
     check_settings,
     config_hooks,
     config_map_tokens,
+    config_speculate,
     config_tools,
     fail,
     mcp_servers,
@@ -75,6 +76,12 @@ class Constrain(StrEnum):
     never = "never"
 
 
+class Speculate(StrEnum):
+    auto = "auto"
+    on = "on"
+    off = "off"
+
+
 class Sandbox(StrEnum):
     auto = "auto"
     on = "on"
@@ -84,6 +91,11 @@ class Sandbox(StrEnum):
 SANDBOX_HELP = "bash in bubblewrap: auto (where it works), on (or exit 2), off."
 NET_HELP = "Give the sandbox the network."
 GIT_HELP = "Let sandboxed commands write the workspace's .git/ (hooks, config)."
+SPECULATE_HELP = (
+    "In-process models: draft tokens from the prompt and verify them in one batch"
+    " (faster where replies copy); auto: where the model runs on a GPU. Default: config,"
+    " else auto."
+)
 
 
 app = BosunApp(
@@ -191,6 +203,7 @@ def run(
             help="Context window in tokens; long runs compact to stay inside it.",
         ),
     ] = None,
+    speculate: Annotated[Speculate | None, typer.Option(help=SPECULATE_HELP)] = None,
     strict: Annotated[
         bool,
         typer.Option(
@@ -253,6 +266,7 @@ def run(
         constrain=constrain.value,
         api=api.value if api is not None else None,
         request_timeout=seconds_or_off("--request-timeout", request_timeout),
+        speculate=config_speculate(workspace, speculate.value if speculate else None),
         context_size=context_size,
         sandbox=policy,
         allow_net=allow_net,
@@ -332,6 +346,7 @@ def chat(
     context_size: Annotated[
         int | None, typer.Option("--context-size", min=256, help="Context window in tokens.")
     ] = None,
+    speculate: Annotated[Speculate | None, typer.Option(help=SPECULATE_HELP)] = None,
     sandbox: Annotated[
         Sandbox | None, typer.Option(help=SANDBOX_HELP + " Default: config, else auto.")
     ] = None,
@@ -374,6 +389,7 @@ def chat(
         tools=changes,
         checks=(lint_cmd, test_cmd, auto_lint, auto_test),
         allow_workspace_hooks=allow_workspace_hooks,
+        speculate=speculate.value if speculate is not None else None,
     )
     raise typer.Exit(code)
 

@@ -90,12 +90,15 @@ def open_model(
     keyless: bool = False,
     request_timeout: float | None = 600.0,
     threads: int | None = None,
+    speculate: str = "auto",
 ) -> tuple[Driver, ModelProfile]:
     """The driver for `spec` and the profile of the model behind it. The profile comes
     first: a bad model file or capabilities.toml fails before seconds of loading.
     `keyless`: a server the user did not choose (a workspace file did) gets a
     placeholder key, never BOSUN_API_KEY / OPENAI_API_KEY. `threads`: the in-process
-    model's CPU threads (None: every core; a batch's Ray actor takes its share)."""
+    model's CPU threads (None: every core; a batch's Ray actor takes its share).
+    `speculate` is for the in-process model only (a server speculates by its own
+    settings: README)."""
     profile = profile_of(spec)
     local = not spec.lower().startswith("openai:")  # a server sets its own context
     options: dict[str, Any] = {"n_ctx": context_size} if context_size and local else {}
@@ -109,6 +112,8 @@ def open_model(
         options["timeout"] = request_timeout
     if context_size and not local:  # Ollama's num_ctx (other servers set their own)
         options["context_size"] = context_size
+    if local and not spec.lower().startswith("scripted:"):
+        options["speculate"] = speculate
     if local:
         llama_log.send_to(bosun_home() / "logs" / "llama.log")  # not into the terminal
     return open_driver(spec, api=api, **options), profile
@@ -241,6 +246,7 @@ class Assembly:
                         context_size=settings.context_size,
                         keyless=settings.model == settings.workspace_model,
                         request_timeout=settings.request_timeout,
+                        speculate=settings.speculate,
                     )
             else:
                 profile = profile_of(settings.model)
@@ -326,6 +332,7 @@ class Assembly:
             api=settings.api,
             context_size=settings.context_size,
             request_timeout=settings.request_timeout,
+            speculate=settings.speculate,
         )
         self.driver.close()
         self.driver, self.profile = driver, profile

@@ -32,6 +32,7 @@ from agent.tools.permissions import APPROVE_MODES
 from agent.tools.sandbox import SANDBOX_MODES
 from agent.untrusted import TooDeep, check_depth
 from drivers.bundled import BUNDLED, DEFAULT_MODEL
+from drivers.llama_speculate import SPECULATE_MODES
 
 CONSTRAIN_MODES = ("auto", "always", "never")
 WORKSPACE_FILE = ".bosun.toml"
@@ -80,6 +81,8 @@ class Config:
     # must not send what it reads to wherever the user's collector forwards it.
     otel: bool = False
     otel_content: bool = False
+    # prompt-lookup speculation in the in-process driver (drivers.llama_speculate)
+    speculate: str = "auto"
 
 
 _USER_ONLY = ("otel", "otel_content")
@@ -136,6 +139,8 @@ def parse_config_file(path: Path, origin: Origin = "user") -> dict[str, Any]:
             raise UsageError(f"{where} must be one of {', '.join(APPROVE_MODES)}")
         if key == "constrain" and value not in CONSTRAIN_MODES:
             raise UsageError(f"{where} must be one of {', '.join(CONSTRAIN_MODES)}")
+        if key == "speculate" and value not in SPECULATE_MODES:
+            raise UsageError(f"{where} must be one of {', '.join(SPECULATE_MODES)}")
         if key == "context_size" and (
             isinstance(value, bool) or not isinstance(value, int) or value < 256
         ):
@@ -313,6 +318,7 @@ def resolve(
     constrain: str | None = None,
     context_size: int | None = None,
     sandbox: str | None = None,
+    speculate: str | None = None,
     allow_net: bool | None = None,
     allow_git_writes: bool | None = None,
     tools: tuple[str, ...] | None = None,
@@ -327,6 +333,7 @@ def resolve(
         "model": model,
         "approve": approve,
         "constrain": constrain,
+        "speculate": speculate,
         "context_size": context_size,
         "sandbox": sandbox,
         "allow_net": allow_net,

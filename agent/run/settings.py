@@ -33,6 +33,7 @@ class Settings:
     constrain: str = "auto"
     api: str | None = None  # chat | completions, for openai: models
     request_timeout: float | None = 600.0  # seconds a server may stay silent; None: no limit
+    speculate: str = "auto"  # the in-process driver's prompt-lookup speculation: auto | off
     context_size: int | None = None  # None: the model's own (a server's: no budget)
     compact_at: float | None = None  # None: agent.loop.context's default
     # bash in bubblewrap under this policy (None: as the user); the knobs below are what

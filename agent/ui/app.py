@@ -328,6 +328,7 @@ def chat_command(
     tools: tuple[str, ...] | None = None,
     checks: tuple[list[str] | None, str | None, bool | None, bool | None] | None = None,
     allow_workspace_hooks: bool = False,
+    speculate: str | None = None,
 ) -> int:
     """Run the REPL until the user leaves; the exit code (0) for `bosun chat`."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -356,6 +357,7 @@ def chat_command(
         model=model,
         approve=approve,
         constrain=constrain,
+        speculate=speculate,
         context_size=context_size,
         sandbox=sandbox,
         allow_net=allow_net,

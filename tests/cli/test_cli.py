@@ -40,13 +40,13 @@ def test_help_and_version() -> None:
 def test_help_does_not_import_heavy_backends() -> None:
     code = (
         "import sys, agent.cli.main, agent.run.headless, agent.run.chat, agent.run.acp;"
-        " import agent.run.assemble, agent.run.telemetry, agent.run.batch;"
+        " import agent.run.assemble, agent.run.telemetry, agent.run.batch, agent.run.config;"
         " print([m in sys.modules for m in"
         " ('llama_cpp', 'openai', 'mcp', 'opentelemetry', 'acp', 'ray', 'tree_sitter',"
-        " 'tree_sitter_language_pack')])"
+        " 'tree_sitter_language_pack', 'drivers.llama_cpp')])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.stdout.strip() == str([False] * 8), out.stderr
+    assert out.stdout.strip() == str([False] * 9), out.stderr
 
 
 def test_scripted_three_turn_session_jsonl(workspace: Path, script_file, tmp_path: Path) -> None:
@@ -251,3 +251,15 @@ def test_inspection_commands_fail_cleanly(args: list[str]) -> None:
     proc = bosun(*args)
     assert proc.returncode == 2 and proc.stderr.startswith("bosun: error: ")
     assert "Traceback" not in proc.stderr
+
+
+def test_speculate_takes_auto_or_off(workspace: Path, script_file) -> None:
+    script = script_file("Done.")
+    for mode in ("auto", "on", "off"):
+        proc = bosun(
+            "run", "hi", "--model", f"scripted:{script}", "--workspace", str(workspace),
+            "--speculate", mode,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+    bad = bosun("run", "hi", "--model", f"scripted:{script}", "--speculate", "always")
+    assert bad.returncode == 2 and "--speculate" in bad.stderr

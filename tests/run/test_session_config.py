@@ -50,6 +50,8 @@ def test_a_workspace_file_cannot_loosen_approval(
         ('modle = "x"', "unknown setting 'modle'"),
         ('approve = "yolo"', "approve must be one of"),
         ('constrain = "sometimes"', "constrain must be one of"),
+        ('speculate = "always"', "speculate must be one of auto, on, off"),
+        ("speculate = false", "speculate must be one of"),
         ("context_size = 12", "context_size must be"),
         ("context_size = true", "context_size must be"),
         ('model = ""', "model must be"),
@@ -61,3 +63,35 @@ def test_bad_settings_name_the_file_and_key(workspace: Path, text: str, message:
     with pytest.raises(UsageError, match=message) as info:
         load_config(workspace)
     assert ".bosun.toml" in str(info.value)
+
+
+def test_speculate_comes_from_the_files_and_the_flag_wins(workspace: Path) -> None:
+    assert load_config(workspace).speculate == "auto"
+    write(workspace / ".bosun.toml", 'speculate = "off"\n')
+    assert load_config(workspace).speculate == "off"
+    assert resolve(workspace, speculate="auto").speculate == "auto"
+    assert resolve(workspace, speculate=None).speculate == "off"
+
+
+@pytest.mark.parametrize(
+    ("spec", "passed"),
+    [
+        ("smollm2-135m", True),
+        ("/models/m.gguf", True),
+        ("scripted:demo.jsonl", False),
+        ("openai:http://127.0.0.1:8080/v1#m", False),
+    ],
+)
+def test_speculate_reaches_the_in_process_driver_only(
+    monkeypatch: pytest.MonkeyPatch, spec: str, passed: bool
+) -> None:
+    """A server speculates by its own settings (README); the scripted driver has none."""
+    import agent.run.assemble as assemble
+
+    seen: dict[str, object] = {}
+    monkeypatch.setattr(assemble, "profile_of", lambda _spec: None)
+    monkeypatch.setattr(assemble, "open_driver", lambda _s, api=None, **o: seen.update(o))
+    assemble.open_model(spec, speculate="off")
+    assert ("speculate" in seen) is passed
+    if passed:
+        assert seen["speculate"] == "off"
