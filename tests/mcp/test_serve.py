@@ -32,7 +32,7 @@ async def serving(script: Path, *extra: str) -> AsyncIterator[Any]:
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         cwd=ROOT,
     )
-    async with Client(stdio_client(params)) as client:
+    async with Client(stdio_client(params, errlog=sys.__stderr__)) as client:
         yield client
 
 

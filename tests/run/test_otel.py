@@ -273,7 +273,7 @@ def test_every_face_sends_spans_batch_and_mcp_serve(
                 env=env,
                 cwd=ROOT,
             )
-            async with Client(stdio_client(params)) as client:
+            async with Client(stdio_client(params, errlog=sys.__stderr__)) as client:
                 got = await client.call_tool(
                     "run_task", {"prompt": "hi", "workspace": str(workspace)}
                 )
@@ -312,7 +312,7 @@ def test_the_bundled_model_served_over_mcp_with_spans(workspace: Path) -> None:
                 env=env,
                 cwd=ROOT,
             )
-            async with Client(stdio_client(params)) as client:
+            async with Client(stdio_client(params, errlog=sys.__stderr__)) as client:
                 got = await client.call_tool(
                     "run_task",
                     {"prompt": "Read the file notes.txt and say what it says.",
