@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from agent import events as ev
 from agent.loop.budget import Budget
 from agent.loop.compact import SUMMARY_ASK
-from agent.run.assemble import Assembly, open_model, start_session
+from agent.run.assemble import Assembly, start_session
+from agent.run.models import open_model
 from agent.run.settings import Settings
 from agent.session import SessionLog
 from drivers.base import Chunk, Request

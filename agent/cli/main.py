@@ -1,13 +1,12 @@
 """The `bosun` command. Thin: parse options, build objects, hand over.
 
-`run`, `chat` and `selftest` live here; the read-only commands in agent/cli/info.py
-(`map` in agent/cli/repomap.py),
-`cache` and `contracts` in agent/cli/admin.py, the error policy in agent/cli/common.py.
+`run`, `chat` and `selftest` live here, their shared choices in agent/cli/options.py;
+the read-only commands in agent/cli/info.py (`map` in agent/cli/repomap.py), `cache` and
+`contracts` in agent/cli/admin.py, the error policy in agent/cli/common.py.
 """
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -42,6 +41,20 @@ from agent.cli.common import (
     mcp_servers,
     tool_changes,
 )
+from agent.cli.options import (
+    GIT_HELP,
+    NET_HELP,
+    SANDBOX_HELP,
+    SPECULATE_HELP,
+    Api,
+    Approve,
+    Constrain,
+    Output,
+    Sandbox,
+    Speculate,
+    parse_ablations,
+    seconds_or_off,
+)
 from agent.cli.tasks import (
     Executor,
     ExecutorOpt,
@@ -51,52 +64,6 @@ from agent.cli.tasks import (
     ShardOpt,
     batch_flags,
 )
-
-
-class Output(StrEnum):
-    text = "text"
-    jsonl = "jsonl"
-
-
-class Approve(StrEnum):
-    ask = "ask"
-    auto_edit = "auto-edit"
-    auto = "auto"
-    read_only = "read-only"
-
-
-class Api(StrEnum):
-    chat = "chat"
-    completions = "completions"
-
-
-class Constrain(StrEnum):
-    auto = "auto"
-    always = "always"
-    never = "never"
-
-
-class Speculate(StrEnum):
-    auto = "auto"
-    on = "on"
-    off = "off"
-
-
-class Sandbox(StrEnum):
-    auto = "auto"
-    on = "on"
-    off = "off"
-
-
-SANDBOX_HELP = "bash in bubblewrap: auto (where it works), on (or exit 2), off."
-NET_HELP = "Give the sandbox the network."
-GIT_HELP = "Let sandboxed commands write the workspace's .git/ (hooks, config)."
-SPECULATE_HELP = (
-    "In-process models: draft tokens from the prompt and verify them in one batch"
-    " (faster where replies copy); auto: where the model runs on a GPU. Default: config,"
-    " else auto."
-)
-
 
 app = BosunApp(
     name="bosun",
@@ -122,34 +89,6 @@ def main(
     ] = False,
 ) -> None:
     """bosun drives GGUF models in process or any OpenAI-compatible server."""
-
-
-ABLATIONS = ("salvage", "retention")
-
-
-def seconds_or_off(flag: str, value: str) -> float | None:
-    """`SECONDS` (a positive number) or `off` (None: no limit)."""
-    if value.strip().lower() == "off":
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = -1.0
-    if not seconds > 0 or seconds == float("inf"):
-        fail(f"{flag}: give a number of seconds or off, not {value!r}", EXIT_USAGE)
-    return seconds
-
-
-def _ablations(value: str) -> frozenset[str]:
-    """`--ablate salvage,retention` -> the parts of bosun to turn off (bench/eval)."""
-    names = frozenset(part.strip() for part in value.split(",") if part.strip())
-    unknown = sorted(names - set(ABLATIONS))
-    if unknown:
-        fail(
-            f"--ablate: unknown {', '.join(unknown)} (choose from {', '.join(ABLATIONS)})",
-            EXIT_USAGE,
-        )
-    return names
 
 
 @app.command()
@@ -245,7 +184,7 @@ def run(
     With --tasks: every task, concurrently; exit 1 when any task did not finish "done"
     (a bad line of the file counts as a failed task, tagged "line N", unless --strict).
     """
-    ablations = _ablations(ablate)
+    ablations = parse_ablations(ablate)
     changes = tool_changes(tools)  # a bad name fails before anything loads
     if changes is None:
         changes = config_tools(workspace)

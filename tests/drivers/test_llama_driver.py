@@ -98,7 +98,8 @@ def test_held_back_is_the_longest_partial_stop(text: str, stops: list[str], keep
 
 
 def test_a_prompt_longer_than_the_context_is_a_clear_error(tmp_path: Path) -> None:
-    from agent.run.assemble import Assembly, profile_of, start_session
+    from agent.run.assemble import Assembly, start_session
+    from agent.run.models import profile_of
     from agent.run.settings import Settings
     from agent.session import SessionLog, load_messages
     from drivers.llama_cpp import open_llama

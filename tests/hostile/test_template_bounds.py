@@ -243,10 +243,10 @@ def test_every_face_refuses_with_one_line(
 
 def scripted_gguf(monkeypatch: pytest.MonkeyPatch, script: Path) -> None:
     """A GGUF path for the profile, a scripted driver for the completions."""
-    from agent.run import assemble
+    from agent.run import models
     from drivers.scripted import ScriptedDriver
 
-    monkeypatch.setattr(assemble, "open_driver", lambda spec, **_: ScriptedDriver(str(script)))
+    monkeypatch.setattr(models, "open_driver", lambda spec, **_: ScriptedDriver(str(script)))
 
 
 def test_a_run_that_outgrows_the_bound_ends_with_its_result(

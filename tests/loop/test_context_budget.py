@@ -22,9 +22,10 @@ from agent.history import (
 )
 from agent.loop.budget import Budget
 from agent.loop.context import Counter, Limits, View, cap_result, round_starts
-from agent.run.assemble import Assembly, open_model, start_session
+from agent.run.assemble import Assembly, start_session
 from agent.run.chat import ChatSession
 from agent.run.config import Config
+from agent.run.models import open_model
 from agent.run.settings import Settings
 from agent.session import SessionLog, load_messages, load_session
 from drivers.scripted import approx_tokens

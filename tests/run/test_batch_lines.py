@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.run.assemble import open_model
 from agent.run.batch import load_tasks, run_tasks
+from agent.run.models import open_model
 from drivers.base import UsageError
 from tests.run.batch_helpers import SCRIPT, FakeDriver, by_task, options, run, write_tasks
 

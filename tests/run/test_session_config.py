@@ -86,12 +86,12 @@ def test_speculate_reaches_the_in_process_driver_only(
     monkeypatch: pytest.MonkeyPatch, spec: str, passed: bool
 ) -> None:
     """A server speculates by its own settings (README); the scripted driver has none."""
-    import agent.run.assemble as assemble
+    import agent.run.models as models
 
     seen: dict[str, object] = {}
-    monkeypatch.setattr(assemble, "profile_of", lambda _spec: None)
-    monkeypatch.setattr(assemble, "open_driver", lambda _s, api=None, **o: seen.update(o))
-    assemble.open_model(spec, speculate="off")
+    monkeypatch.setattr(models, "profile_of", lambda _spec: None)
+    monkeypatch.setattr(models, "open_driver", lambda _s, api=None, **o: seen.update(o))
+    models.open_model(spec, speculate="off")
     assert ("speculate" in seen) is passed
     if passed:
         assert seen["speculate"] == "off"

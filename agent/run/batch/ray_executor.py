@@ -32,9 +32,9 @@ import agent
 from agent import events as ev
 from agent.errors import UsageError
 from agent.events import Status
-from agent.run.assemble import profile_of
 from agent.run.batch.output import NOT_FINAL, Emit, Progress
 from agent.run.batch.results import NOT_STARTED
+from agent.run.models import profile_of
 from agent.run.settings import Settings
 from agent.run.tasks_file import Task
 from drivers.bundled import resolve_model

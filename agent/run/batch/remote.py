@@ -22,9 +22,10 @@ from typing import Any
 from agent import events as ev
 from agent.errors import HarnessError
 from agent.loop.cancel import Cancel
-from agent.run.assemble import Assembly, open_model, trace_writer
+from agent.run.assemble import Assembly, trace_writer
 from agent.run.batch.output import NOT_FINAL
 from agent.run.batch.task import DriverPool, Shared, run_task
+from agent.run.models import open_model
 from agent.run.settings import Settings
 from agent.run.tasks_file import Task
 from agent.tools.sandbox import rebind
