@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from agent.history import AssistantToolUse, System, ToolCall, ToolResult, User
@@ -40,6 +38,10 @@ RICH_SCHEMA = {
     },
 }
 
+# The workspace named in the system prompt, fixed: greedy replies follow the prompt's
+# every token, and a tmp_path (pytest-1383/…) made them differ from run to run.
+WORKSPACE = "/home/user/project"
+
 TASKS = [
     "List the files in this folder.",
     "Read notes.txt and tell me what it says.",
@@ -71,24 +73,13 @@ def test_a_grammar_llama_cpp_cannot_parse_is_refused(driver) -> None:
 
 
 @pytest.mark.parametrize("require_call", [True, False])
-def test_every_constrained_reply_is_a_valid_call_or_an_answer(
-    driver, require_call: bool, tmp_path: Path
-) -> None:
+def test_every_constrained_reply_is_a_valid_call_or_an_answer(driver, require_call: bool) -> None:
     registry = default_registry()
     grammar = tool_call_grammar(registry.specs(), require_call=require_call)
-    finished = 0
     for task in TASKS:
-        prompt = render([System(system_prompt(str(tmp_path))), User(task)], registry.specs())
+        prompt = render([System(system_prompt(WORKSPACE)), User(task)], registry.specs())
         done = collect(driver.stream(Request(prompt, max_tokens=96, grammar=grammar)))
         parsed = parse_tool_calls(done.text, registry.names)
-        if done.finish_reason == "length" and parsed.calls == []:
-            # A string the model never ends ("path_to_list_of_files_to_list_…") runs into
-            # max_tokens: the grammar bounds the shape, not a string's length. Such a cut
-            # call is reported and never run. One task did this once in a full run (not
-            # alone): allowed, but only as the exception.
-            assert all("cut off" in d for d in parsed.diagnostics), (task, done.text)
-            continue
-        finished += 1
         assert not parsed.diagnostics, (task, done.text)
         if require_call or done.text.lstrip().startswith("<"):
             assert done.finish_reason == "stop", (task, done.text)
@@ -97,14 +88,13 @@ def test_every_constrained_reply_is_a_valid_call_or_an_answer(
             assert not parsed.calls[0].salvaged
         else:
             assert parsed.calls == []
-    assert finished >= len(TASKS) - 1, f"{len(TASKS) - finished} replies cut off"
 
 
 def test_llama_cpp_accepts_the_answer_grammar(driver) -> None:
     driver.check_grammar(answer_grammar())
 
 
-def test_a_repeated_read_is_followed_by_an_answer(driver, tmp_path: Path) -> None:
+def test_a_repeated_read_is_followed_by_an_answer(driver) -> None:
     """After the model repeats a read whose result it already has, the next call may
     only answer: on the real model, with the grammar the constraint picks."""
     registry = default_registry()
@@ -112,7 +102,7 @@ def test_a_repeated_read_is_followed_by_an_answer(driver, tmp_path: Path) -> Non
     assert pick is not None
     read = ToolCall("call_1", "read_file", {"path": "notes.txt"})
     history = [
-        System(system_prompt(str(tmp_path))),
+        System(system_prompt(WORKSPACE)),
         User("Read notes.txt and tell me what it says."),
         AssistantToolUse(read),
         ToolResult("call_1", "1\tBuy milk."),
