@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -178,8 +179,22 @@ def test_the_grammar_admits_only_patches_that_parse() -> None:
     assert not grammar_accepts(first, call("rm -rf /"))
 
 
+@pytest.fixture
+def fixed_workspace() -> Iterator[Path]:
+    """A workspace at the same path every run: the system prompt names it, and a greedy
+    model's reply follows every token of the prompt (a tmp_path's pytest-N changed it)."""
+    import shutil
+    import tempfile
+
+    path = Path(tempfile.gettempdir()) / "bosun-fixed-workspace"
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir()
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.mark.model
-def test_smollm2_under_the_grammar_writes_a_patch_that_parses(workspace: Path) -> None:
+def test_smollm2_under_the_grammar_writes_a_patch_that_parses(fixed_workspace: Path) -> None:
     """The real bundled model with only apply_patch offered and --constrain always: any
     call it writes is an apply_patch call whose input parses: the grammar sees to the
     format, and its bounds (line length, lines, hunks) to the patch ending inside the
@@ -187,7 +202,7 @@ def test_smollm2_under_the_grammar_writes_a_patch_that_parses(workspace: Path) -
     patch applies to the file is the model's own matter, so that is not asserted."""
     from agent.tools.patch_format import parse_patch
 
-    (workspace / "hello.py").write_text('def greet():\n    return "hello"\n')
+    (fixed_workspace / "hello.py").write_text('def greet():\n    return "hello"\n')
     only = "+apply_patch,-edit_file,-write_file,-read_file,-list_dir,-glob,-grep,-bash"
     out = subprocess.run(
         [
@@ -195,7 +210,7 @@ def test_smollm2_under_the_grammar_writes_a_patch_that_parses(workspace: Path) -
             'Change hello.py so greet returns "goodbye". Use apply_patch.',
             "--model", "smollm2-135m", "--constrain", "always", "--tools", only,
             "--approve", "auto-edit", "--output", "jsonl", "--max-turns", "1",
-            "-w", str(workspace),
+            "-w", str(fixed_workspace),
         ],
         capture_output=True, text=True, timeout=900,
     )  # fmt: skip
