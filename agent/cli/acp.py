@@ -7,7 +7,13 @@ from typing import Annotated
 
 import typer
 
-from agent.cli.common import WORKSPACE_MCP_HELP, ToolsOpt, WorkspaceOpt, tool_changes
+from agent.cli.common import (
+    WORKSPACE_MCP_HELP,
+    ConfigModelOpt,
+    ToolsOpt,
+    WorkspaceOpt,
+    tool_changes,
+)
 
 APPROVE_HELP = (
     "Approval mode a session starts in: ask, auto-edit, auto or read-only"
@@ -16,15 +22,7 @@ APPROVE_HELP = (
 
 
 def acp(
-    model: Annotated[
-        str | None,
-        typer.Option(
-            "--model",
-            "-m",
-            help="GGUF path, bundled name, openai:URL#MODEL or scripted:FILE.jsonl"
-            " (default: config.toml, else smollm2-135m).",
-        ),
-    ] = None,
+    model: ConfigModelOpt = None,
     workspace: WorkspaceOpt = None,
     approve: Annotated[str | None, typer.Option(help=APPROVE_HELP)] = None,
     context_size: Annotated[
@@ -49,10 +47,9 @@ def acp(
     from agent.cli.common import EXIT_USAGE, fail
     from agent.run.acp import serve
     from agent.run.assemble import check_workspace
-    from agent.run.config import resolve
+    from agent.run.config import config_sandbox, resolve
     from agent.run.settings import Settings
     from agent.tools.permissions import APPROVE_MODES
-    from agent.tools.sandbox import resolve_sandbox
 
     if approve is not None and approve not in APPROVE_MODES:
         fail(f"--approve: choose from {', '.join(APPROVE_MODES)}, not {approve!r}", EXIT_USAGE)
@@ -67,12 +64,7 @@ def acp(
         sandbox=sandbox,
         tools=tool_changes(tools),
     )
-    policy = resolve_sandbox(
-        config.sandbox,
-        allow_net=config.allow_net,
-        allow_git_writes=config.allow_git_writes,
-        read_only=config.sandbox_read,
-    )
+    policy = config_sandbox(config)
     settings = Settings.from_config(
         config, workspace=ws, sandbox=policy, allow_workspace_mcp=allow_workspace_mcp
     ).but(max_turns=max_turns)

@@ -103,6 +103,16 @@ ModelOpt = Annotated[
         help="GGUF path, bundled name (smollm2-135m), openai:URL#MODEL or scripted:FILE.jsonl.",
     ),
 ]
+# chat and acp: a model the config may name when the flag does not
+ConfigModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        "-m",
+        help="GGUF path, bundled name, openai:URL#MODEL or scripted:FILE.jsonl"
+        " (default: config.toml, else smollm2-135m).",
+    ),
+]
 WorkspaceOpt = Annotated[
     Path | None,
     typer.Option("--workspace", "-w", help="Folder the agent works in (default: current)."),

@@ -26,6 +26,7 @@ from agent.cli.common import (
     AutoLintOpt,
     AutoTestOpt,
     BosunApp,
+    ConfigModelOpt,
     LintCmdOpt,
     ModelOpt,
     TestCmdOpt,
@@ -251,15 +252,7 @@ def run(
 
 @app.command()
 def chat(
-    model: Annotated[
-        str | None,
-        typer.Option(
-            "--model",
-            "-m",
-            help="GGUF path, bundled name, openai:URL#MODEL or scripted:FILE.jsonl"
-            " (default: config.toml, else smollm2-135m).",
-        ),
-    ] = None,
+    model: ConfigModelOpt = None,
     workspace: WorkspaceOpt = None,
     approve: Annotated[
         Approve | None, typer.Option(help="Which tools may run without asking.")

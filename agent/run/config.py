@@ -29,7 +29,7 @@ from agent.tools import parse_tool_changes
 from agent.tools.checks import CheckCmd, merge_lint, parse_lint_cmd, parse_test_cmd
 from agent.tools.hooks import HookSpec, parse_hooks, read_claude_settings
 from agent.tools.permissions import APPROVE_MODES
-from agent.tools.sandbox import SANDBOX_MODES
+from agent.tools.sandbox import SANDBOX_MODES, SandboxPolicy, resolve_sandbox
 from agent.untrusted import TooDeep, check_depth
 from drivers.bundled import BUNDLED, DEFAULT_MODEL
 from drivers.llama_speculate import SPECULATE_MODES
@@ -349,3 +349,14 @@ def resolve(
     if model is not None:  # the user's own choice, even where it names the same server
         config = replace(config, workspace_model=None)
     return config
+
+
+def config_sandbox(config: Config) -> SandboxPolicy | None:
+    """The sandbox a resolved config asks for: its mode, network, .git writes and
+    read-only folders, in one place for every face that starts from a config."""
+    return resolve_sandbox(
+        config.sandbox,
+        allow_net=config.allow_net,
+        allow_git_writes=config.allow_git_writes,
+        read_only=config.sandbox_read,
+    )

@@ -27,7 +27,7 @@ from agent.history import (
 from agent.mcp.servers import ServerSpec
 from agent.run.assemble import check_workspace
 from agent.run.chat import ChatSession
-from agent.run.config import resolve
+from agent.run.config import config_sandbox, resolve
 from agent.run.settings import Settings
 from agent.session import (
     PICK,
@@ -40,7 +40,6 @@ from agent.tools import Tool
 from agent.tools.checks import lint_flags
 from agent.tools.hooks import HookSpec
 from agent.tools.permissions import Approval, Decline
-from agent.tools.sandbox import resolve_sandbox
 from agent.ui import commands, mentions
 from agent.ui.diff import preview_diff
 from agent.ui.footer import Elapsed
@@ -368,12 +367,7 @@ def chat_command(
         auto_lint=auto_lint,
         auto_test=auto_test,
     )
-    policy = resolve_sandbox(
-        config.sandbox,
-        allow_net=config.allow_net,
-        allow_git_writes=config.allow_git_writes,
-        read_only=config.sandbox_read,
-    )
+    policy = config_sandbox(config)
     settings = Settings.from_config(
         config, workspace=ws, sandbox=policy, allow_workspace_mcp=allow_workspace_mcp
     ).but(allow_workspace_hooks=allow_workspace_hooks)
