@@ -302,8 +302,12 @@ def test_a_result_is_cut_to_the_room_the_fixed_part_leaves(tmp_path: Path) -> No
     def run(n_ctx: int) -> tuple[ev.RunFinished, list[int]]:
         driver, profile = open_model(f"scripted:{script}", context_size=n_ctx)
         events: list[ev.AgentEvent] = []
-        settings = Settings(
-            workspace=workspace, approve="auto", constrain="never", context_size=n_ctx
+        settings = Settings(  # no repo map: at 16k it would join the fixed part
+            workspace=workspace,
+            approve="auto",
+            constrain="never",
+            context_size=n_ctx,
+            repo_map_tokens=0,
         )
         agent = Assembly(settings, driver, profile, None).agent(
             events.append, on_message=lambda m: None
@@ -339,7 +343,10 @@ def test_a_long_answer_in_a_small_context_never_wedges_the_session(
         {"match": "Summarise this session so far", "completion": SUMMARY},
     ]
     script.write_text("\n".join(json.dumps(s) for s in steps) + "\n")
-    config = Config(model=f"scripted:{script}", approve="auto", context_size=16384)
+    # no repo map: at 16k it (and its tools) would join the fixed part measured here
+    config = Config(
+        model=f"scripted:{script}", approve="auto", context_size=16384, repo_map_tokens=0
+    )
     probe = ChatSession(Settings.from_config(config, workspace=workspace), lambda _e: None, None)
     probe.start_new()
     fixed = probe.agent.compactor.size([*probe.history, User("Read a.txt.")], probe.tools.specs())
