@@ -26,7 +26,7 @@ from agent.mcp.connection import warn
 from agent.mcp.hub import Hub
 from agent.mcp.session import Ask, begin_hub, finish_hub
 from agent.protocol.profile import ModelProfile
-from agent.run.hooks import AskHooks, trusted_hooks
+from agent.run.hooks import AskHooks, HookTrust, SessionTrust
 from agent.run.models import open_model, profile_of
 from agent.run.settings import Settings
 from agent.run.system_prompt import system_message
@@ -139,6 +139,7 @@ class Assembly:
         self.profile = profile
         self.hub = hub
         self.hooks = hooks  # the trusted ones (agent.run.hooks)
+        self.trust: HookTrust | None = None  # checks the workspace's before each run
         self.telemetry = telemetry  # OpenTelemetry spans of every agent built here
 
     @classmethod
@@ -156,13 +157,14 @@ class Assembly:
         `settings.model` (tests inject failures); `report` gets one line for each
         server that did not start, and for workspace hooks left out (`ask_hooks`: who
         to ask about them; nobody, headless)."""
-        hooks = trusted_hooks(
+        trust = HookTrust(
             settings.hooks,
             settings.workspace,
             allow_workspace=settings.allow_workspace_hooks,
             ask=ask_hooks,
             report=report,
         )
+        hooks = trust.start()
         telemetry = open_telemetry(settings, report)
         try:
             assembly = cls._open(settings, driver, ask_server, report, loading, hooks)
@@ -171,6 +173,7 @@ class Assembly:
                 telemetry.close()
             raise
         assembly.telemetry = telemetry
+        assembly.trust = trust
         return assembly
 
     @classmethod
@@ -253,6 +256,8 @@ class Assembly:
         tools = self.tools(settings, extra_tools)
         if self.telemetry is not None:  # spans from the same events the faces see
             emit, on_message = self.telemetry.watch(emit, on_message)
+        gate = Gate(settings.approve, approver, settings.sandbox)
+        gate.hooks = self._hooks(emit, settings, gate)
         return Agent(
             seat=seat_for(driver or self.driver, self.profile, tools, settings),
             tools=tools,
@@ -260,9 +265,7 @@ class Assembly:
             history=[],
             emit=emit,
             budget=Budget(max_turns=settings.max_turns, max_tokens=settings.max_tokens),
-            gate=Gate(
-                settings.approve, approver, settings.sandbox, hooks=self._hooks(emit, settings)
-            ),
+            gate=gate,
             on_message=on_message,
             trace=trace,
             salvage="salvage" not in settings.ablate,
@@ -272,9 +275,15 @@ class Assembly:
             repo_map=prompt_map(settings, driver or self.driver),
         )
 
-    def _hooks(self, emit: ev.Emit, settings: Settings) -> Hooks | None:
-        """An agent's own hook state (its session id, its pending context)."""
-        return Hooks(self.hooks, settings.workspace, emit) if self.hooks else None
+    def _hooks(self, emit: ev.Emit, settings: Settings, gate: Gate) -> Hooks | None:
+        """An agent's own hook state (its session id, its pending context); the
+        workspace's hooks run only while `trust` admits them, in the gate's sandbox
+        (its mode and sandbox as they are at each run: /approve and /sandbox change
+        them)."""
+        if not self.hooks:
+            return None
+        trust = SessionTrust(self.trust, gate) if self.trust is not None else None
+        return Hooks(self.hooks, settings.workspace, emit, trust=trust)
 
     def switch(self, model: str) -> None:
         """Another model for what is built from now on; the new one is opened before the

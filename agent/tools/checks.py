@@ -42,6 +42,7 @@ LANGUAGES: dict[str, tuple[str, ...]] = {
     "cpp": ("cc", "cpp", "cxx", "hpp", "hh"),
     "shell": ("sh", "bash"),
 }
+_PLAIN = re.compile(r"[A-Za-z0-9_./]")  # a first character no tool reads as an option
 _KEY = re.compile(r"[A-Za-z0-9_+-]{1,20}")
 _FLAG = re.compile(r"\A\s*\.?([A-Za-z0-9_+-]{1,20})\s*:\s*(\S.*)\Z", re.DOTALL)
 
@@ -122,11 +123,23 @@ def refused(cmd: CheckCmd, approve: str, sandbox: SandboxPolicy | None) -> str |
 
 
 def command_line(template: str, files: Iterable[str]) -> str:
-    """The command with the files quoted in at `{files}`, or after it where it has none."""
-    quoted = shlex.join(files)
+    """The command with the files quoted in at `{files}`, or after it where it has none.
+
+    The file names are the model's choice, and a command reads a word that starts with
+    `-` (or `+`, `@`: a response file) as an option, not a file: `node --check` given
+    a file named `--require=x.js` runs it, outside the sandbox where the command is the
+    user's. So a name that starts with anything but a letter, a digit, `_` or `.` goes
+    in as `./name`, which no tool reads as an option (`--` would do only for tools
+    that honour it); plain names stay as they are, as the linter will print them."""
+    quoted = shlex.join(as_path(f) for f in files)
     if FILES in template:
         return template.replace(FILES, quoted)
     return f"{template} {quoted}".rstrip()
+
+
+def as_path(name: str) -> str:
+    """A workspace file name as a word that can only be a path."""
+    return name if _PLAIN.match(name) else f"./{name}"
 
 
 def bounded(text: str, limit: int = FEEDBACK_BYTES) -> str:

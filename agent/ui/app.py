@@ -177,7 +177,13 @@ class Repl:
         return answer.strip().lower() in ("y", "yes")
 
     def ask_hooks(self, hooks: Sequence[HookSpec]) -> bool:
-        return ask_hooks(self.console, self._status, hooks)
+        """At the start, and again mid-request when the hooks' files changed (the key
+        watcher then pauses, as for a tool's question)."""
+        if self._keys is None:
+            return ask_hooks(self.console, self._status, hooks)
+        self.renderer.finish_stream()
+        with self._keys.paused():
+            return ask_hooks(self.console, self._status, hooks)
 
     def approve(self, call: ToolCall, tool: Tool) -> Approval:
         self.renderer.finish_stream()  # no spinner under the question

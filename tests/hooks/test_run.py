@@ -45,17 +45,16 @@ def events(stdout: str, kind: str) -> list[dict[str, object]]:
     return [e for e in lines if e["type"] == kind]
 
 
-HOOK_SCRIPT = "import sys\nopen(sys.argv[1], 'a').write('ran\\n')\n"
+HOOK_SCRIPT = 'echo ran >> "$1"\n'  # sh: a workspace hook runs in the sandbox, without ~
 
 
 def _workspace_hook(workspace: Path) -> Path:
     """A PreToolUse hook the workspace names, by a script inside it; it leaves a mark."""
     (workspace / "hooks").mkdir()
-    (workspace / "hooks" / "mark.py").write_text(HOOK_SCRIPT)
-    mark = workspace.parent / "hook-ran"
+    (workspace / "hooks" / "mark.sh").write_text(HOOK_SCRIPT)
+    mark = workspace / "hook-ran"  # inside: a workspace hook runs in the sandbox
     (workspace / ".bosun.toml").write_text(
-        f'[[hooks.PreToolUse]]\nmatcher = "bash"\n'
-        f"command = '{sys.executable} hooks/mark.py {mark}'\n"
+        f"[[hooks.PreToolUse]]\nmatcher = \"bash\"\ncommand = 'sh hooks/mark.sh {mark}'\n"
     )
     return mark
 
@@ -87,10 +86,10 @@ def test_an_approval_is_remembered_until_the_hook_script_changes(
     approvals().allow(workspace.resolve(), WorkspaceHooks(theirs, workspace.resolve()))
     run(workspace, script)
     assert mark.read_text() == "ran\n"  # approved (as in chat): no flag needed
-    (workspace / "hooks" / "mark.py").write_text(HOOK_SCRIPT + "# rewritten by the model\n")
+    (workspace / "hooks" / "mark.sh").write_text(HOOK_SCRIPT + "# rewritten by the model\n")
     changed = run(workspace, script)
     assert mark.read_text() == "ran\n"  # not again
-    assert "hooks/mark.py" in changed.stderr and "changed since you approved" in changed.stderr
+    assert "hooks/mark.sh" in changed.stderr and "changed since you approved" in changed.stderr
 
 
 def test_a_claude_settings_hook_blocks_bash_in_a_run(workspace: Path, script_file) -> None:

@@ -57,6 +57,10 @@ def test_lint_flags_and_command_lines() -> None:
     assert lint_flags([".ts: tsc --noEmit"]) == (CheckCmd("tsc --noEmit", "flag", "ts"),)
     assert command_line("ruff {files} -q", ["a b.py", "c.py"]) == "ruff 'a b.py' c.py -q"
     assert command_line("flake8", ["x;rm -rf y.py"]) == "flake8 'x;rm -rf y.py'"
+    # a name that a tool could read as an option (or a response file) is a path
+    assert command_line("node --check {files}", ["--require=x.js", "@a", "+b", "-"]) == (
+        "node --check ./--require=x.js ./@a ./+b ./-"
+    )
 
 
 @pytest.mark.parametrize(

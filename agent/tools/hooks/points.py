@@ -26,13 +26,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent import events as ev
 from agent.history import Message, ToolCall, ToolResult, User
 from agent.tools.hooks.runner import Ran, run_hook
 from agent.tools.hooks.spec import HookSpec
 from agent.untrusted import TooDeep, json_line, loads
+
+if TYPE_CHECKING:
+    from agent.tools.sandbox import SandboxPolicy
 
 BLOCKING = frozenset({"UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"})
 CONTEXT_FROM_STDOUT = frozenset({"UserPromptSubmit", "SessionStart"})
@@ -47,6 +50,22 @@ class _Flag(Protocol):
 class _Ended(Protocol):
     @property
     def declined(self) -> bool: ...
+
+
+class Trust(Protocol):
+    """Whether the workspace's hooks may run now (agent.run.hooks owns the answer)."""
+
+    def admit(self, workspace: Path) -> str | None:
+        """None: they may run; else why not, in one line."""
+        ...
+
+    def settled(self, workspace: Path) -> None:
+        """They ran: what they wrote themselves is theirs, not a change to ask about."""
+        ...
+
+    def sandbox(self) -> SandboxPolicy | None:
+        """The sandbox they run in (the one bash has now)."""
+        ...
 
 
 class HookBlocked(Exception):
@@ -71,8 +90,13 @@ def clip(text: str, limit: int = MAX_SAID) -> str:
 
 @dataclass
 class Hooks:
-    """A session's hooks (already the trusted ones: agent.run.hooks decides), and the
-    little state they need: the session's id and context waiting for the next prompt."""
+    """A session's hooks (those trusted at its start: agent.run.hooks decides), and the
+    little state they need: the session's id and context waiting for the next prompt.
+
+    The workspace's hooks are repository content the model may have rewritten since:
+    `admit` is asked before each round of them (None: they may run; else why not), and
+    they run in the sandbox of the moment, as the model's bash would (`trust` says
+    both). The user's own hooks run as the user."""
 
     specs: Sequence[HookSpec]
     workspace: Path
@@ -80,6 +104,7 @@ class Hooks:
     session_id: str = ""
     pending: list[str] = field(default_factory=list)  # SessionStart's context
     stops: int = 0  # Stop blocks in this request
+    trust: Trust | None = None  # None: the workspace's hooks never run
 
     # --- the hook points ---------------------------------------------------------
 
@@ -172,17 +197,49 @@ class Hooks:
             "BOSUN_SESSION_ID": self.session_id,
             "BOSUN_HOOK_EVENT": event,
         }
+        tool = (subject or "") if event in ("PreToolUse", "PostToolUse") else ""
+        theirs = any(s.origin == "workspace" for s in chosen)
+        refused = self._refused() if theirs else None
+        try:
+            return self._round(event, tool, chosen, data, env, refused)
+        finally:
+            if theirs and refused is None and self.trust is not None:
+                self.trust.settled(self.workspace)
+
+    def _round(
+        self,
+        event: str,
+        tool: str,
+        chosen: Sequence[HookSpec],
+        data: bytes,
+        env: dict[str, str],
+        refused: str | None,
+    ) -> Verdict:
         contexts: list[str] = []
         for spec in chosen:
-            ran = run_hook(spec.command, data, self.workspace, spec.timeout, env)
+            sandbox = None
+            if spec.origin == "workspace":
+                if refused is not None:
+                    self.emit(ev.Diagnostic(f"hook {spec.name!r} ({event}) not run: {refused}"))
+                    self.emit(ev.HookRan(spec.name, event, "untrusted", 0, tool))
+                    continue
+                assert self.trust is not None
+                sandbox = self.trust.sandbox()
+            ran = run_hook(spec.command, data, self.workspace, spec.timeout, env, sandbox)
             verdict, decision = self._read(spec, ran)
-            tool = subject if event in ("PreToolUse", "PostToolUse") else ""
-            self.emit(ev.HookRan(spec.name, event, decision, ran.ms, tool or ""))
+            self.emit(ev.HookRan(spec.name, event, decision, ran.ms, tool))
             if verdict.context:
                 contexts.append(verdict.context)
             if verdict.blocked:
                 return Verdict(True, verdict.reason, "\n".join(contexts))
         return Verdict(context="\n".join(contexts))
+
+    def _refused(self) -> str | None:
+        """Why the workspace's hooks may not run now (asked once a round, right before
+        it: a script the model rewrote a moment ago counts)."""
+        if self.trust is None:
+            return "the workspace's hooks are not trusted here"
+        return self.trust.admit(self.workspace)
 
     def _say(self, spec: HookSpec, what: str) -> None:
         self.emit(ev.Diagnostic(f"hook {spec.name!r} ({spec.event}) {what}; the request goes on"))

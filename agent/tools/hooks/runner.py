@@ -21,9 +21,12 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from agent.tools.shell import kill_marked
+
+if TYPE_CHECKING:
+    from agent.tools.sandbox import SandboxPolicy
 
 MAX_OUTPUT = 64 * 1024  # bytes kept of stdout and of stderr, each
 GRACE_S = 0.5  # how long the readers get once the group is gone
@@ -78,21 +81,44 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def run_hook(command: str, stdin: bytes, cwd: Path, timeout: float, env: dict[str, str]) -> Ran:
+def run_hook(
+    command: str,
+    stdin: bytes,
+    cwd: Path,
+    timeout: float,
+    env: dict[str, str],
+    sandbox: SandboxPolicy | None = None,
+) -> Ran:
     """Run `command` with bash (sh where there is none) in `cwd`; `env` on top of bosun's
-    own environment. Never raises for what the command does; Ctrl-C kills it and goes up."""
+    own environment; inside `sandbox` where one is given (a workspace's hook: the
+    policy bash has). Never raises for what the command does; Ctrl-C kills it and goes
+    up."""
     token = secrets.token_hex(8)
-    shell = shutil.which("bash") or "/bin/sh"
+    if sandbox is None:
+        shell = shutil.which("bash") or "/bin/sh"
+        return _run([shell, "-c", command], stdin, cwd, timeout, {**os.environ, **env}, token)
+    from agent.tools.sandbox import inner_env
+    from agent.tools.sandbox_run import sandboxed_argv
+
+    inside = inner_env(os.environ, {**env, MARK: token})
+    with sandboxed_argv(sandbox, cwd, command, inside) as call:
+        outside = {"PATH": os.environ.get("PATH", os.defpath)}
+        return _run(call.argv, stdin, cwd, timeout, outside, token)
+
+
+def _run(
+    argv: list[str], stdin: bytes, cwd: Path, timeout: float, env: dict[str, str], token: str
+) -> Ran:
     started = time.perf_counter()
     try:
         proc = subprocess.Popen(
-            [shell, "-c", command],
+            argv,
             cwd=cwd,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
-            env={**os.environ, **env, MARK: token},
+            env={**env, MARK: token},
         )
     except OSError as exc:
         return Ran(None, failed=exc.strerror or str(exc))
