@@ -66,15 +66,15 @@ def decisions(events: list[dict[str, object]]) -> list[object]:
 # glob, a folder changed into, a sibling the script sources.
 REACH = {
     "plain": ("sh hooks/mark.sh", {"hooks/mark.sh": MARK}, "hooks/mark.sh"),
-    "bash -c": ("bash -c 'sh hooks/mark.sh'", {"hooks/mark.sh": MARK}, "hooks/mark.sh"),
+    "bash-c": ("bash -c 'sh hooks/mark.sh'", {"hooks/mark.sh": MARK}, "hooks/mark.sh"),
     "$PWD": ('sh "$PWD/hooks/mark.sh"', {"hooks/mark.sh": MARK}, "hooks/mark.sh"),
-    "project dir": (
+    "project-dir": (
         "sh ${CLAUDE_PROJECT_DIR}/hooks/mark.sh",
         {"hooks/mark.sh": MARK},
         "hooks/mark.sh",
     ),
     "glob": ("for f in hooks/*.sh; do sh $f; done", {"hooks/mark.sh": MARK}, "hooks/mark.sh"),
-    "glob, a new file": (
+    "glob-new-file": (
         "for f in hooks/*.sh; do sh $f; done",
         {"hooks/mark.sh": MARK},
         "hooks/z.sh",
@@ -84,7 +84,7 @@ REACH = {
         {"hooks/mark.sh": "echo ran >> ../hook-ran\n"},
         "hooks/mark.sh",
     ),
-    "sourced sibling": (
+    "sourced-sibling": (
         "sh hooks/mark.sh",
         {"hooks/mark.sh": ". hooks/lib.sh\n", "hooks/lib.sh": MARK},
         "hooks/lib.sh",
