@@ -279,3 +279,31 @@ def test_chat_asks_again_when_the_model_rewrote_an_approved_hook(
     assert any("changed since they were approved" in line for line in said), said
     assert (workspace / "hook-ran").read_text() == "ran\n"
     assert not (workspace / "pwned").exists()
+
+
+def test_a_workspace_hook_leaves_no_daemon_behind(bosun: RunBosun, workspace: Path) -> None:
+    """A daemon that leaves the hook's session and clears its environment escapes any
+    mark bosun could look for; in the sandbox its process namespace ends with the hook."""
+    sandbox_here()
+    tag = f"bosun-daemon-{os.getpid()}-{id(workspace)}"
+    hook_file(workspace, f"setsid -f env -i sh -c 'sleep 300; : {tag}' >/dev/null 2>&1")
+    run = bosun(
+        [tool_call("bash", command="echo one"), "ok"],
+        "--approve",
+        "auto-edit",
+        "--sandbox",
+        "on",
+        "--allow-workspace-hooks",
+    )
+    run.assert_no_bug()
+    assert decisions(run.events) == ["allow"]
+    left = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/cmdline", "rb") as fh:
+                    if tag.encode() in fh.read():
+                        left.append(int(entry.name))
+            except OSError:
+                continue
+    assert left == []
