@@ -96,10 +96,13 @@ def checkpoints_restore(
         )
     done = rewind_files(repo, number)
     put_back = [p for p in done.restored if p not in done.removed]
-    typer.echo(f"restored the files as before request {number}")
+    but = f", but {len(done.failed)} path(s) could not be" if done.failed else ""
+    typer.echo(f"restored the files as before request {number}{but}")
     if put_back:
         typer.echo("restored: " + ", ".join(put_back))
     if done.removed:
         typer.echo("deleted (created since): " + ", ".join(done.removed))
     if done.skipped:
         typer.echo("not covered (over the size cap): " + ", ".join(done.skipped))
+    for path, why in done.failed:
+        typer.echo(f"could not restore {path}: {why}", err=True)

@@ -4,7 +4,9 @@ Later sources win (defaults < user file < workspace file < command-line flags), 
 one exception: a workspace file can make approval and bash's sandbox stricter but never
 looser than the user's own setting. A repository someone cloned must not be able to
 switch on `approve = "auto"` and have its shell commands run unasked, or turn the
-sandbox off, open its network or show it a folder of the user's home.
+sandbox off, open its network or show it a folder of the user's home. Nor may it lower
+`checkpoint_max_mb` (only raise it): a tiny cap would leave every file out of the
+snapshots, so that `/undo` could not bring back what its commands deleted.
 """
 
 from __future__ import annotations
@@ -69,7 +71,8 @@ class Config:
     # Not a setting (no file may set it): the model the workspace's file chose, if it
     # did; a server it names never gets the user's API key.
     workspace_model: str | None = None
-    # files bigger than this are left out of the checkpoints' snapshots (agent.tools.shadow)
+    # files bigger than this are left out of the checkpoints' snapshots (agent.tools.shadow);
+    # a workspace file may only raise it
     checkpoint_max_mb: float = 10.0
     # [[hooks.EVENT]] of both files, then the workspace's .claude/settings.json (in that
     # order; agent.tools.hooks): the workspace's run once trusted (agent.run.hooks)
@@ -240,6 +243,14 @@ def load_config(workspace: Path | None = None, *, user_file: Path | None = None)
             sys.stderr.write(
                 f"bosun: ignoring {key} = {settings.pop(key)!r} in {local}: a workspace file"
                 f" may only make the sandbox stricter (set it in {user} or pass a flag)\n"
+            )
+        cap = settings.get("checkpoint_max_mb")
+        if cap is not None and cap < config.checkpoint_max_mb:
+            sys.stderr.write(
+                f"bosun: ignoring checkpoint_max_mb = {settings.pop('checkpoint_max_mb')!r} in"
+                f" {local}: a workspace file may only raise it above"
+                f" {config.checkpoint_max_mb:g} MB, so that /undo covers more files, never"
+                f" fewer (set it in {user})\n"
             )
         if "lint_cmd" in settings:  # by extension: the user's others stay
             settings["lint_cmd"] = merge_lint(config.lint_cmd, settings["lint_cmd"])

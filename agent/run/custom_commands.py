@@ -5,7 +5,8 @@
 `$ARGUMENTS` replaced by "src/app.py" and `$1`…`$9` by the words of it (split the way a
 shell would, tolerant of an unclosed quote); `$$` is a literal `$`. A body with no
 placeholder gets the arguments appended (`ARGUMENTS: …`), as Claude Code does, so they
-are never silently lost. A file in a subfolder is `/folder:name`.
+are never silently lost. A file in a subfolder is `/folder:name` (a real subfolder: a link
+to a folder is not followed, so a loop of links costs nothing; agent.tools.doc_folders).
 
 Where they come from, the first folder that has a name wins: the workspace's
 .bosun/commands/ and .claude/commands/, then the user's own: commands/ in bosun's data
@@ -29,11 +30,11 @@ from agent.tools.doc_folders import (
     MAX_DEPTH,
     MAX_ENTRIES,
     Warn,
-    entries,
     is_folder_inside,
     one_line,
     read_doc,
     roots,
+    walk,
     warn_once,
 )
 
@@ -74,7 +75,7 @@ def find_commands(workspace: Path | None, warn: Warn = warn_once) -> dict[str, C
     or edited mid-session counts from the next use."""
     found: dict[str, CustomCommand] = {}
     for folder, origin, root in roots(command_folders(workspace), workspace, warn):
-        for name, relative in _markdown_files(root, "", 0, warn):
+        for name, relative in _markdown_files(root, warn):
             if name in found or len(found) >= MAX_ENTRIES:
                 continue
             doc = read_doc(root, relative, MAX_COMMAND_BYTES, warn)
@@ -91,16 +92,14 @@ def find_commands(workspace: Path | None, warn: Warn = warn_once) -> dict[str, C
     return dict(sorted(found.items()))
 
 
-def _markdown_files(root: Path, prefix: str, depth: int, warn: Warn) -> list[tuple[str, str]]:
-    """(command name, path relative to root) of each .md file below root."""
+def _markdown_files(root: Path, warn: Warn) -> list[tuple[str, str]]:
+    """(command name, path relative to root) of each .md file below root, through
+    subfolders whose names may be part of a command's name."""
     out: list[tuple[str, str]] = []
-    for entry in entries(root / prefix if prefix else root, warn):
-        relative = f"{prefix}/{entry.name}" if prefix else entry.name
-        if entry.name.startswith("."):
-            continue
+    for relative, entry in walk(root, MAX_DEPTH, warn, _may_enter):
         if is_folder_inside(entry, root, warn):
-            if depth < MAX_DEPTH and NAME.fullmatch(entry.name):
-                out += _markdown_files(root, relative, depth + 1, warn)
+            if entry.is_symlink():  # never walked: see doc_folders.walk
+                warn(f"skipping {root / relative}: a link to a folder is not followed")
             continue
         _stem, dot, ext = entry.name.rpartition(".")
         if not dot or ext.lower() != "md":
@@ -111,6 +110,11 @@ def _markdown_files(root: Path, prefix: str, depth: int, warn: Warn) -> list[tup
         else:
             warn(f"skipping {root / relative}: {name!r} is not a command name")
     return out
+
+
+def _may_enter(relative: str) -> bool:
+    """A subfolder is walked only where its name can be part of a command's name."""
+    return NAME.fullmatch(relative.rsplit("/", 1)[-1]) is not None
 
 
 def expand(body: str, arguments: str) -> str:

@@ -14,6 +14,9 @@ recreated, or swapped for a link or a folder since is theirs: undo refuses, nami
 such path, and then restores *nothing* of that request (all or nothing: half a request
 undone is a state nobody had). The request stays, so a later `/undo` can try again. A
 path whose write changed nothing (it failed, or wrote the same bytes) is not touched.
+Once that check passed, a path that still cannot be put back (a permission, a race) is
+named with why, and the rest are restored: stopping at the first would leave the
+request half undone with nothing said about the other half.
 
 Every read, write and delete walks down from the workspace root one folder at a time
 with O_NOFOLLOW (`confine.open_dir_in_workspace`'s technique, without resolving links
@@ -100,6 +103,7 @@ class Undone:
     restored: list[str]  # put back, or deleted where bosun had created them
     not_saved: list[str]  # changed by bosun but never saved (too big, not a regular file)
     removed: list[str] = field(default_factory=list)  # of `restored`: created, so deleted
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (path, why) not put back
 
 
 def _look_at(dir_fd: int, name: str) -> Found:
@@ -217,13 +221,14 @@ class Checkpoints:
         if self.shadow is not None and self.shadow.ref(number, "before") is not None:
             done = rewind_files(self.shadow, number)
             self._forget(number)
-            return Undone(done.restored, done.skipped, done.removed)
+            return Undone(done.restored, done.skipped, done.removed, done.failed)
         total = Undone([], [], [])
         while any(r.number >= number and (r.changed() or r.too_big) for r in self.requests):
             one = self.undo()
             total.restored.extend(one.restored)
             total.not_saved.extend(one.not_saved)
             total.removed.extend(one.removed)
+            total.failed.extend(one.failed)
         self._forget(number)
         return total
 
@@ -313,10 +318,10 @@ class Checkpoints:
             raise UsageError(f"nothing to undo: {what} changed nothing yet")
         request = self.requests[-1]
         if request.shell and self.shadow is not None:
-            done = rewind_files(self.shadow, request.number)
+            rewound = rewind_files(self.shadow, request.number)
             self.requests.pop()
             self.undone += 1
-            return Undone(done.restored, done.skipped, done.removed)
+            return Undone(rewound.restored, rewound.skipped, rewound.removed, rewound.failed)
         keys = request.changed()
         moved = [k for k in keys if self.look(k).fingerprint != request.after.get(k)]
         if moved:
@@ -327,15 +332,14 @@ class Checkpoints:
                 " they stay as they are (/diff shows them)"
             )
         done: list[str] = []
-        for key in keys:
+        failed: list[tuple[str, str]] = []
+        for key in keys:  # each on its own: one that fails is named, the rest restored
             try:
                 self._restore(key, request.before[key], request.after[key])
             except (OSError, _Moved) as exc:
-                for k in done:  # the rest stays undoable
-                    del request.before[k]
                 why = "it changed meanwhile" if isinstance(exc, _Moved) else exc.strerror
-                restored = f" (restored: {', '.join(done)})" if done else ""
-                raise UsageError(f"cannot restore {key}: {why}{restored}") from None
+                failed.append((key, why or str(exc)))
+                continue
             done.append(key)
         self.requests.pop()
         self.undone += 1
@@ -343,7 +347,7 @@ class Checkpoints:
             if all(key not in t.before for t in self.requests):
                 self.original.pop(key, None)
         removed = [key for key in done if request.before[key].content is None]
-        return Undone(done, list(request.too_big), removed)
+        return Undone(done, list(request.too_big), removed, failed)
 
     def _restore(self, key: str, saved: Found, expect: str) -> None:
         """Put `saved` back at `key`, checked once more through the same descriptor."""

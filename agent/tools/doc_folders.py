@@ -6,6 +6,11 @@ a symlink that leads out of its folder is skipped, a FIFO or a device is never w
 on, a file over its size cap or not UTF-8 is skipped, and a folder holds at most
 MAX_ENTRIES of them. Each problem is one warning line, said once per process (a batch
 scans the same folders for every task), never a traceback.
+
+They are read afresh on every use (each `/` typed, each task), so a walk must stay
+cheap whatever the folder holds: `walk` enters real folders only, never a link to one
+(200 links to `.` would otherwise make 200**4 folders to list), and looks at MAX_WALK
+entries in all, however deep and wide the tree.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from agent.tools.registry import ToolError
 
 MAX_ENTRIES = 200  # files (or skill folders) looked at per folder
 MAX_DEPTH = 3  # subfolders of a commands folder (`/frontend:component`)
+MAX_WALK = 5 * MAX_ENTRIES  # entries looked at in a whole tree, every folder of it
 MAX_FRONT_MATTER = 8 * 1024
 MAX_DESCRIPTION = 300  # characters of a description shown in a listing
 
@@ -187,3 +193,47 @@ def is_folder_inside(entry: os.DirEntry[str], root: Path, warn: Warn = warn_once
     except OSError:
         return False
     return True
+
+
+def walk(
+    root: Path,
+    depth: int,
+    warn: Warn = warn_once,
+    enter: Callable[[str], bool] = lambda _relative: True,
+) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """(path relative to root, entry) of each entry below `root` whose name does not
+    start with a dot, in name order, a folder before what it holds; `depth` levels of
+    real subfolders are entered where `enter(relative)` allows. A link to a folder is
+    yielded but never entered: inside the tree it is only another name for a folder
+    that is walked anyway, and a loop of them (`x -> .`) multiplies the walk by the
+    number of links at every level. At most MAX_WALK entries in all (said once)."""
+    budget = [MAX_WALK]
+    yield from _walk(root, "", depth, warn, enter, budget)
+
+
+def _walk(
+    root: Path,
+    prefix: str,
+    depth: int,
+    warn: Warn,
+    enter: Callable[[str], bool],
+    budget: list[int],
+) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    for entry in entries(root / prefix if prefix else root, warn):
+        if entry.name.startswith("."):
+            continue
+        if budget[0] <= 0:
+            warn(f"{root}: more than {MAX_WALK} entries below it; the rest are not read")
+            return
+        budget[0] -= 1
+        relative = f"{prefix}/{entry.name}" if prefix else entry.name
+        yield relative, entry
+        if depth > 0 and _real_folder(entry) and enter(relative):
+            yield from _walk(root, relative, depth - 1, warn, enter, budget)
+
+
+def _real_folder(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False

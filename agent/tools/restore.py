@@ -9,14 +9,23 @@ those requests changed.
 The rule of the file-tool checkpoints holds here too: a path is restored only where it
 is still exactly as the last of those requests left it. One the user changed since is
 theirs, and then nothing is restored at all (all or nothing), naming every such path.
+"As it was left" is what a snapshot taken now would record, as git sees a tree: a
+folder is nothing of itself (its files are the entries), and a path below a link or a
+file is not there. So a path that changed kind in the request (a folder swapped for a
+link, a file for a folder) is just another change to put back.
+
 Every read, write and delete walks down from the workspace root with O_NOFOLLOW
 (agent.tools.confine), so a folder swapped for a link fails instead of leading out, and
-a file is replaced by renaming a new one over its name, never written through.
+a file is replaced by renaming a new one over its name, never written through. Once the
+check passed, each path is put back on its own: one that cannot be (a folder that must
+become a file again still holds an ignored file, a permission) is reported with why,
+and the others are restored anyway; giving up half way would leave a state nobody had.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import stat
@@ -35,13 +44,17 @@ class Rewound:
     restored: list[str] = field(default_factory=list)  # put back, or deleted
     removed: list[str] = field(default_factory=list)  # of `restored`: created, so deleted
     skipped: list[str] = field(default_factory=list)  # over the size cap: not covered
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (path, why) not put back
 
 
 def _state(dir_fd: int, name: str, cap: int) -> Entry:
-    """`name` in the folder as a snapshot entry, read without following a link."""
+    """`name` in the folder as a snapshot entry, read without following a link; a
+    folder is no entry (absent), as in a snapshot."""
     try:
         info = os.lstat(name, dir_fd=dir_fd)
     except FileNotFoundError:
+        return Entry()
+    if stat.S_ISDIR(info.st_mode):
         return Entry()
     if stat.S_ISLNK(info.st_mode):
         return Entry("120000", blob_id(os.fsencode(os.readlink(name, dir_fd=dir_fd))))
@@ -59,8 +72,8 @@ def state_of(repo: ShadowRepo, path: str) -> Entry:
         dir_fd, name = open_parent_nofollow(repo.root, path)
     except FileNotFoundError:
         return Entry()
-    except OSError:  # a folder on the way is a link or a file now
-        return _OTHER
+    except OSError as exc:  # a folder on the way is a link or a file now: as in git
+        return Entry() if exc.errno in (errno.ELOOP, errno.ENOTDIR) else _OTHER
     try:
         return _state(dir_fd, name, repo.max_bytes)
     except OSError:
@@ -101,7 +114,8 @@ def plan(repo: ShadowRepo, number: int) -> tuple[dict[str, Entry], dict[str, Ent
 
 
 def rewind_files(repo: ShadowRepo, number: int) -> Rewound:
-    """Restore what requests `number`… changed, all or nothing; forget their snapshots."""
+    """Restore what requests `number`… changed: nothing where one of those paths changed
+    since, else every path that can be, naming the others; forget their snapshots."""
     try:
         target, expect, skipped = plan(repo, number)
         moved = [p for p in sorted(expect) if state_of(repo, p) != expect[p]]
@@ -122,8 +136,10 @@ def rewind_files(repo: ShadowRepo, number: int) -> Rewound:
                 why = "it changed meanwhile" if isinstance(exc, _Moved) else str(exc)
                 if isinstance(exc, OSError):
                     why = exc.strerror or why
-                restored = f" (restored: {', '.join(done.restored)})" if done.restored else ""
-                raise UsageError(f"cannot restore {path}: {why}{restored}") from None
+                if isinstance(exc, OSError) and exc.errno == errno.ENOTEMPTY:
+                    why = "a folder is in its place, holding files no snapshot has"
+                done.failed.append((path, why))
+                continue
             done.restored.append(path)
             if target[path].mode == ABSENT_MODE:
                 done.removed.append(path)
@@ -141,6 +157,8 @@ def _put(repo: ShadowRepo, path: str, want: Entry, expect: Entry) -> None:
     try:
         if _state(dir_fd, name, repo.max_bytes) != expect:
             raise _Moved(path)
+        if creating and _is_folder(dir_fd, name):  # a file or link was here: empty now?
+            os.rmdir(name, dir_fd=dir_fd)  # only an empty one: ENOTEMPTY is reported
         if not creating:
             if expect.mode != ABSENT_MODE:
                 os.unlink(name, dir_fd=dir_fd)  # the name, never a link's target
@@ -163,6 +181,13 @@ def _put(repo: ShadowRepo, path: str, want: Entry, expect: Entry) -> None:
             raise
     finally:
         os.close(dir_fd)
+
+
+def _is_folder(dir_fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(name, dir_fd=dir_fd).st_mode)
+    except FileNotFoundError:
+        return False
 
 
 def _tidy(repo: ShadowRepo, removed: list[str], before: set[str]) -> None:

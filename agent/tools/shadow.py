@@ -25,6 +25,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import time
 from dataclasses import dataclass
@@ -144,25 +145,55 @@ class ShadowRepo:
     # --- snapshots -----------------------------------------------------------------
 
     def tree(self) -> tuple[str, tuple[str, ...]]:
-        """The workspace as a tree now (stored), and the files skipped as too big."""
+        """The workspace as a tree now (stored), and the files skipped as too big.
+
+        Each path git lists is looked at without following a link on its way: one that
+        is gone, a folder now (a file was swapped for one: its files are listed on their
+        own), or below a link or a file now (a folder was swapped for one) leaves the
+        index, first, so adding what took its place meets no file/folder conflict; git
+        refuses such paths outright ("beyond a symbolic link", "Unable to process
+        path"), and one refusal would cost the whole snapshot."""
         self.ensure()
         listed = self.git("ls-files", "-z", "--cached", "--others", "--exclude-standard")
         paths = sorted({p for p in listed.decode("utf-8", "surrogateescape").split("\0") if p})
         keep: list[str] = []
+        gone: list[str] = []
         big: list[str] = []
+        folders: dict[str, bool] = {}  # a folder on the way: a real folder (not a link)?
         for path in paths:
             if path.endswith("/"):  # a nested repository: its own business
                 continue
-            try:
-                info = os.lstat(self.root / path)
-            except OSError:
-                keep.append(path)  # gone: --remove drops it
-                continue
-            (big if info.st_size > self.max_bytes and not _is_link(info) else keep).append(path)
-        self.git("update-index", "-z", "--add", "--remove", "--stdin", stdin=_z(keep))
-        if big:
-            self.git("update-index", "-z", "--force-remove", "--stdin", stdin=_z(big))
+            info = self._lstat(path, folders)
+            if info is None or stat.S_ISDIR(info.st_mode):
+                gone.append(path)
+            elif stat.S_ISLNK(info.st_mode):
+                keep.append(path)
+            elif not stat.S_ISREG(info.st_mode) or info.st_size > self.max_bytes:
+                big.append(path)  # a FIFO or a socket git cannot store: not covered either
+            else:
+                keep.append(path)
+        if gone or big:
+            self.git("update-index", "-z", "--force-remove", "--stdin", stdin=_z(gone + big))
+        self.git("update-index", "-z", "--add", "--remove", "--replace", "--stdin", stdin=_z(keep))
         return self.git("write-tree").decode().strip(), tuple(big)
+
+    def _lstat(self, path: str, folders: dict[str, bool]) -> os.stat_result | None:
+        """`path`'s own lstat, or None where it is gone or a folder on its way is not a
+        real folder now (a link, a file): git sees no such path."""
+        parts = path.split("/")
+        for i in range(1, len(parts)):
+            folder = "/".join(parts[:i])
+            if folder not in folders:
+                try:
+                    folders[folder] = stat.S_ISDIR(os.lstat(self.root / folder).st_mode)
+                except OSError:
+                    folders[folder] = False
+            if not folders[folder]:
+                return None
+        try:
+            return os.lstat(self.root / path)
+        except OSError:
+            return None
 
     def snapshot(self, number: int, which: str, mark: dict[str, object] | None = None) -> Shot:
         """Snapshot the workspace as request `number`'s `which` ("before"/"after"); an
@@ -292,12 +323,6 @@ class ShadowRepo:
 
 def _entry(mode: str, blob: str) -> Entry:
     return Entry() if mode == ABSENT_MODE else Entry(mode, blob)
-
-
-def _is_link(info: os.stat_result) -> bool:
-    import stat
-
-    return stat.S_ISLNK(info.st_mode)
 
 
 def _z(paths: list[str]) -> bytes:

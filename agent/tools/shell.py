@@ -9,6 +9,16 @@ it inherited, and killed too; and bosun is a child subreaper (Linux), so such or
 become its children and are reaped rather than left to init. Output is read by a thread
 that keeps only the head and the tail, so `yes` costs bounded memory, and the middle
 that was dropped is stated in the result.
+
+An orphan that already exited when it is looked for has no environment left to carry
+the marker, so it is reaped by another sign: a zombie child of bosun's that was a
+process of a pid namespace below bosun's own was never started by bosun (what bosun
+starts shares its namespace), so no `subprocess.Popen` waits for it. That is bwrap's
+pid 1 of every sandboxed call, which outlives by a moment the bwrap that reports the
+exit status; unreaped, each call left one zombie in a long-lived chat, acp or mcp
+serve. An orphan outside the sandbox that exits on its own before the call ends
+(`setsid -f true`) shares bosun's namespace, cannot be told from another thread's child
+that its Popen is about to wait for, and stays a zombie until bosun exits.
 """
 
 from __future__ import annotations
@@ -92,10 +102,29 @@ def _become_subreaper() -> None:
         libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-def _scan(marker: bytes) -> tuple[list[int], bool]:
+@functools.cache
+def _namespace_depth() -> int:
+    """How many pid namespaces, from /proc's down, bosun is in (1 where /proc is its own)."""
+    return _nspid_count("self") or 1
+
+
+def _nspid_count(pid: str) -> int:
+    """The number of ids on the NSpid line of /proc/PID/status (0: unreadable)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"NSpid:"):
+                    return len(line.split()) - 1
+    except OSError:
+        pass
+    return 0
+
+
+def _scan(marker: bytes) -> tuple[list[int], bool, list[int]]:
     """(pids that carry `marker`, whether some child of ours could not be read yet: a
-    process in the middle of exec shows an empty environment for a moment)."""
-    marked, unsure = [], False
+    process in the middle of exec shows an empty environment for a moment, and our
+    zombie children that were orphans of a deeper pid namespace: sandboxes' pid 1)."""
+    marked, unsure, orphans = [], False, []
     me = os.getpid()
     for entry in os.scandir("/proc") if os.path.isdir("/proc") else ():
         if not entry.name.isdigit() or int(entry.name) == me:
@@ -103,15 +132,28 @@ def _scan(marker: bytes) -> tuple[list[int], bool]:
         try:
             with open(f"/proc/{entry.name}/environ", "rb") as fh:
                 env = fh.read()
+        except ProcessLookupError:  # a zombie: no environment left to read
+            env = b""
+        except OSError:  # gone, or not ours to read
+            continue
+        try:
             if marker in env.split(b"\0"):
                 marked.append(int(entry.name))
             elif not env:
                 with open(f"/proc/{entry.name}/stat", "rb") as fh:
                     fields = fh.read().rsplit(b") ", 1)[1].split()
-                unsure |= fields[0] != b"Z" and int(fields[1]) == me
+                ours = int(fields[1]) == me
+                unsure |= fields[0] != b"Z" and ours
+                if fields[0] == b"Z" and ours and _from_a_deeper_namespace(entry.name):
+                    orphans.append(int(entry.name))
         except (OSError, ValueError, IndexError):  # gone, or not ours to read
             continue
-    return marked, unsure
+    return marked, unsure, orphans
+
+
+def _from_a_deeper_namespace(pid: str) -> bool:
+    """Whether `pid` lived in a pid namespace below ours: never a child bosun started."""
+    return _nspid_count(pid) > _namespace_depth()
 
 
 def _reap(pids: list[int]) -> None:
@@ -135,11 +177,11 @@ def _kill_marked(marker: bytes) -> None:
     behind outside its group. Again while anything was found or could not be read, for
     a daemon that forks once more or a process caught in the middle of exec."""
     for _ in range(10):
-        marked, unsure = _scan(marker)
+        marked, unsure, orphans = _scan(marker)
         for pid in marked:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-        _reap(marked)
+        _reap(marked + orphans)
         if not marked and not unsure:
             return
         time.sleep(0.01)

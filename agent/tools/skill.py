@@ -23,11 +23,11 @@ from agent.tools.confine import open_in_workspace
 from agent.tools.doc_folders import (
     MAX_ENTRIES,
     Warn,
-    entries,
     is_folder_inside,
     one_line,
     read_doc,
     roots,
+    walk,
     warn_once,
 )
 from agent.tools.registry import ToolContext, ToolError, tool
@@ -59,8 +59,8 @@ def find_skills(workspace: Path | None, warn: Warn = warn_once) -> list[Skill]:
     folders give the same bytes (and a saved prompt state still applies)."""
     found: dict[str, Skill] = {}
     for folder, origin, root in roots(skill_folders(workspace), workspace, warn):
-        for entry in entries(root, warn):
-            if entry.name.startswith(".") or not is_folder_inside(entry, root, warn):
+        for _relative, entry in walk(root, 0, warn):  # one level: a skill is a folder
+            if not is_folder_inside(entry, root, warn):
                 continue
             if len(found) >= MAX_ENTRIES:
                 break

@@ -288,6 +288,8 @@ def _undo(repl: Repl, _arg: str) -> None:
         repl.say("restored nothing")
     if undone.not_saved:
         repl.say("not restored (too big or not a file when saved): " + ", ".join(undone.not_saved))
+    for path, why in undone.failed:
+        repl.say(f"could not restore {path}: {why}", "yellow")
     if repl.chat.checkpoints.shadow is None:  # no git: the file tools' records only
         repl.say("(changes made by shell commands are not tracked; check with git status)")
     if restored:

@@ -42,6 +42,8 @@ def rewind_command(repl: Repl, arg: str) -> None:
         repl.say("deleted (made since): " + ", ".join(undone.removed))
     if undone.not_saved:
         repl.say("not restored (over the size cap): " + ", ".join(undone.not_saved))
+    for path, why in undone.failed:
+        repl.say(f"could not restore {path}: {why}", "yellow")
     if checkpoints.shadow is None:
         repl.say("(without git, changes made by shell commands are not restored)")
     repl.say(f"back to before request {number}; its prompt was: {visible(prompt)[:200]}")
