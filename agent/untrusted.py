@@ -120,3 +120,41 @@ def visible(text: str) -> str:
 def _shown(m: re.Match[str]) -> str:
     code = ord(m.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def fold(text: str, width: int, keep: int = 4) -> str:
+    """`text` the user must read before saying yes (a shell command, a hook's, an MCP
+    server's command line) in a few rows, escapes shown: runs of blank lines counted,
+    not shown; of more than 2 * `keep` + 1 lines the first and the last `keep`; of a
+    line wider than `width` its start and its end. Padding, down or across, can push
+    neither the start nor the end of a command out of sight above the question. Only
+    "\\n" breaks a line, as for a shell: other breaks are shown as escapes. Linear."""
+    rows: list[str] = []
+    blank = 0
+    for line in text.split("\n"):
+        if not line.strip():
+            blank += 1
+            continue
+        if blank and rows:
+            rows.append(f"⋮ ({blank} blank line{'s' if blank != 1 else ''})")
+        blank = 0
+        rows.append(line)
+    if len(rows) > 2 * keep + 1:
+        rows = [*rows[:keep], f"⋮ ({len(rows) - 2 * keep} more lines)", *rows[-keep:]]
+    return "\n".join(_ends(visible(row), width) for row in rows)
+
+
+def one_line(text: str, width: int) -> str:
+    """`text` as one row of at most `width` characters, for a name or a pattern that
+    ought to be one line (a hook's matcher): every control shown, newline and tab too,
+    and of a longer one its start and its end."""
+    shown = visible(text).replace("\n", "\\n").replace("\t", "\\t")
+    return _ends(shown, width)
+
+
+def _ends(line: str, width: int) -> str:
+    width = max(width, 9)
+    if len(line) <= width:
+        return line
+    head = (width - 1) // 2
+    return line[:head] + "…" + line[len(line) - (width - 1 - head) :]

@@ -12,6 +12,7 @@ import typer
 
 from agent.cli.common import table
 from agent.errors import UsageError
+from agent.untrusted import visible
 
 checkpoints_app = typer.Typer(
     help="Snapshots taken around each request, shell commands' changes included.",
@@ -98,11 +99,12 @@ def checkpoints_restore(
     put_back = [p for p in done.restored if p not in done.removed]
     but = f", but {len(done.failed)} path(s) could not be" if done.failed else ""
     typer.echo(f"restored the files as before request {number}{but}")
+    # the names are the workspace's (a model's write may have chosen them): shown
     if put_back:
-        typer.echo("restored: " + ", ".join(put_back))
+        typer.echo("restored: " + ", ".join(map(visible, put_back)))
     if done.removed:
-        typer.echo("deleted (created since): " + ", ".join(done.removed))
+        typer.echo("deleted (created since): " + ", ".join(map(visible, done.removed)))
     if done.skipped:
-        typer.echo("not covered (over the size cap): " + ", ".join(done.skipped))
+        typer.echo("not covered (over the size cap): " + ", ".join(map(visible, done.skipped)))
     for path, why in done.failed:
         typer.echo(f"could not restore {path}: {why}", err=True)

@@ -14,6 +14,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from agent.session import PICK
+from agent.untrusted import visible
 
 try:  # typer >= 0.20 vendors click privately; older releases use click itself
     from typer._click import exceptions as click_exc
@@ -91,7 +92,9 @@ def optional_values(argv: list[str]) -> list[str]:
 
 
 def fail(message: str, code: int) -> NoReturn:
-    sys.stderr.write(f"bosun: error: {message}\n")
+    """The one line a command ends with; it quotes what went wrong, often in others'
+    words (a server's error body, a workspace file's name): escapes shown, not run."""
+    sys.stderr.write(f"bosun: error: {visible(message)}\n")
     sys.exit(code)
 
 

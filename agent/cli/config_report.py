@@ -24,7 +24,7 @@ from agent.run.config import (
 from agent.run.hooks import WorkspaceHooks
 from agent.tools.hooks import HookSpec
 from agent.tools.hooks.spec import CLAUDE_SETTINGS
-from agent.untrusted import visible
+from agent.untrusted import one_line, visible
 
 
 def _settings(path: Path, origin: str) -> dict[str, Any]:
@@ -119,8 +119,9 @@ def text(data: dict[str, Any]) -> str:
     if data.get("hooks"):
         lines.append("hooks:")
         for h in data["hooks"]:
-            matcher = f" [{h['matcher']}]" if h["matcher"] not in ("", "*") else ""
+            matcher = f" [{one_line(h['matcher'], 60)}]" if h["matcher"] not in ("", "*") else ""
             note = "" if h["approved"] else "  (not approved: runs with --allow-workspace-hooks)"
-            lines.append(f"  {h['event'] + matcher:<17} {visible(h['command'])}{note}")
+            lines.append(f"  {h['event'] + matcher:<17} {h['command']}{note}")
             lines.append(f"  {'':<17} {h['source']}, timeout {h['timeout']:g} s")
-    return "\n".join(lines) + "\n"
+    # every line quotes the workspace's files (a matcher, a command, a path): shown
+    return "\n".join(visible(line) for line in lines) + "\n"

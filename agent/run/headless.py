@@ -2,32 +2,42 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from textwrap import indent
 
 from agent import events as ev
 from agent.errors import SessionWriteError
 from agent.events import Status
 from agent.history import ToolCall
 from agent.run.assemble import Assembly, check_workspace, recording, start_session, trace_writer
-from agent.run.output import JsonlPrinter, TextPrinter
+from agent.run.output import SHORT, JsonlPrinter, TextPrinter
 from agent.run.settings import Settings
 from agent.session import SessionLog, new_session_id
 from agent.tools import Tool, ToolContext, ToolRegistry
 from agent.tools.checkpoints import Checkpoints
 from agent.tools.permissions import Approval, Approver
-from agent.untrusted import visible
+from agent.untrusted import fold, one_line, visible
 
 
 def terminal_approver(tools: ToolRegistry, workspace: Path) -> Approver:
     """Ask on the terminal, showing the diff a write or edit would make first."""
 
     def ask(call: ToolCall, tool: Tool) -> Approval:
-        # the call itself was printed as it arrived (the event); the diff says the rest
+        # the call itself was printed as it arrived (the event), each argument cut to a
+        # line; the diff says the rest, or, where there is none, each argument that line
+        # cut (a command padded with lines or spaces), folded to its start and its end
         preview = tools.preview(call, ToolContext(workspace))
         if preview:
             sys.stderr.write(visible(preview.rstrip("\n")) + "\n")
+        else:
+            width = max(40, shutil.get_terminal_size().columns - 4)
+            for key, value in call.arguments.items():
+                if isinstance(value, str) and ("\n" in value or len(repr(value)) > SHORT):
+                    shown = indent(fold(value, width), "    ")
+                    sys.stderr.write(f"  {one_line(key, width)}:\n{shown}\n")
         sys.stderr.write(f"Allow {visible(call.name)}? [y]es / [n]o / [a]lways: ")
         sys.stderr.flush()
         answer = sys.stdin.readline().strip().lower()

@@ -29,7 +29,10 @@ class JsonlPrinter:
         self.out.flush()
 
 
-def _short(value: Any, limit: int = 60) -> str:
+SHORT = 60  # characters of an argument on a tool call's line
+
+
+def _short(value: Any, limit: int = SHORT) -> str:
     text = json_line(value) if not isinstance(value, str) else repr(value)
     return visible(text if len(text) <= limit else text[: limit - 1] + "…")
 

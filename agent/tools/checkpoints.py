@@ -33,7 +33,6 @@ Without git, only the file tools' writes are covered, and that is said once.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import errno
 import hashlib
 import os
@@ -46,6 +45,7 @@ from pathlib import Path
 from agent.errors import ToolError, UsageError
 from agent.tools.confine import open_parent_nofollow as _open_parent
 from agent.tools.confine import resolve_in_workspace
+from agent.tools.diffs import unified_diff
 from agent.tools.permissions import decision
 from agent.tools.registry import ToolRegistry
 from agent.tools.restore import rewind_files
@@ -387,9 +387,7 @@ class Checkpoints:
             new = (now.content or b"").decode("utf-8", errors="replace")
             a = "/dev/null" if before.content is None else f"a/{key}"
             b = "/dev/null" if now.content is None else f"b/{key}"
-            lines = difflib.unified_diff(
-                old.splitlines(keepends=True), new.splitlines(keepends=True), a, b
-            )
+            lines = unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True), a, b)
             parts.append("".join(lines))
         return "".join(parts)
 

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from agent.tools.confine import open_in_workspace, refuse_hardlinked, resolve_in_workspace
+from agent.tools.diffs import unified_diff as bounded_diff
 from agent.tools.files import BINARY_SNIFF, editor_text, is_binary, read_bytes
 from agent.tools.registry import NO_CHANGES, ToolContext, ToolError, tool
 
@@ -241,7 +242,7 @@ def unified_diff(path: str, change: Change) -> str:
     before = (change.before or "").splitlines(keepends=True)
     after = change.after.splitlines(keepends=True)
     fromfile = "/dev/null" if change.before is None else f"a/{path}"
-    diff = list(difflib.unified_diff(before, after, fromfile, f"b/{path}"))
+    diff = list(bounded_diff(before, after, fromfile, f"b/{path}"))
     lines = [ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in diff]
     if not lines:  # the same text, or a new file that is empty
         return NO_CHANGES if change.before is not None else f"(creates {path}, empty)\n"

@@ -15,7 +15,6 @@ the patch touches, so the checkpoints save each before it runs (/undo puts all b
 
 from __future__ import annotations
 
-import difflib
 import os
 import stat
 from dataclasses import dataclass, field, replace
@@ -24,6 +23,7 @@ from typing import Any
 
 from agent.history import ToolCall
 from agent.tools.confine import open_dir_in_workspace, resolve_in_workspace
+from agent.tools.diffs import unified_diff
 from agent.tools.edit import MAX_PREVIEW_LINES, current_text, store_text
 from agent.tools.patch_format import (
     AddFile,
@@ -142,7 +142,7 @@ def _update(plan: Plan, ctx: ToolContext, op: UpdateFile) -> None:
 def _diff(before: str | None, after: str | None, a: str, b: str) -> list[str]:
     if _BINARY in (before, after):
         return [f"(binary file {a if after is None else b}: replaced or deleted whole)\n"]
-    lines = difflib.unified_diff(
+    lines = unified_diff(
         (before or "").splitlines(keepends=True),
         (after or "").splitlines(keepends=True),
         "/dev/null" if before is None else f"a/{a}",

@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from textwrap import indent
 
 from rich.console import Console
 from rich.markdown import Markdown
@@ -49,7 +50,7 @@ from agent.ui.keys import EscWatcher
 from agent.ui.pick import differs, pick_session
 from agent.ui.plan import footer_line
 from agent.ui.render import Renderer
-from agent.untrusted import visible
+from agent.untrusted import fold, visible
 from drivers.bundled import assemble_spec, pending_assembly
 
 REPLAY_MESSAGES = 6
@@ -111,7 +112,9 @@ class Repl:
         return bytes(keys.typed).decode("utf-8", errors="replace") if keys is not None else ""
 
     def say(self, message: str, style: str = "dim") -> None:
-        self.console.print(Text(message, style=style))
+        """A line of bosun's own, which often quotes others' words (an MCP server's last
+        line of stderr, a tool name it listed, a path): escapes shown, never sent."""
+        self.console.print(Text(visible(message), style=style))
 
     @contextlib.contextmanager
     def loading(self, model: str) -> Iterator[None]:
@@ -166,7 +169,7 @@ class Repl:
         if status is not None:
             status.stop()
         self.say(f"{spec.source} names an MCP server {spec.name!r}:", "yellow")
-        self.console.print(Text("  " + visible(spec.describe())))
+        self.console.print(Text(indent(fold(spec.describe(), self.console.width - 4), "  ")))
         try:
             answer = self.console.input(Text("Start it (remembered for this command)? [y/N] "))
         except EOFError:

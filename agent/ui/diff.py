@@ -7,7 +7,6 @@ now, because the question "allow this?" is only answerable with the change in vi
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from agent.errors import ToolError
 from agent.history import ToolCall
 from agent.tools import ToolContext, ToolRegistry
 from agent.tools.confine import resolve_in_workspace
+from agent.tools.diffs import unified_diff
 from agent.tools.patch import routed
 from agent.untrusted import visible
 
@@ -43,7 +43,7 @@ def _first(arguments: dict[str, Any], keys: tuple[str, ...]) -> str | None:
 
 
 def _unified(before: str, after: str, path: str) -> str:
-    lines = difflib.unified_diff(
+    lines = unified_diff(
         before.splitlines(keepends=True),
         after.splitlines(keepends=True),
         fromfile=f"a/{path}",

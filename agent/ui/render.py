@@ -26,7 +26,7 @@ from agent.tools.shell import command_failed
 from agent.ui.diff import diff_text
 from agent.ui.footer import Footer
 from agent.ui.plan import plan_text
-from agent.untrusted import json_line, visible
+from agent.untrusted import fold, json_line, one_line, visible
 
 REFRESH_S = 1 / 15
 RESULT_PREVIEW_LINES = 3
@@ -75,32 +75,14 @@ class Tail:
             yield Segment.line()
 
 
-def _one_line(value: Any, width: int) -> str:
-    text = visible(value if isinstance(value, str) else json_line(value))
-    if isinstance(value, str) and "\n" in value:
+def _one_line(value: Any, width: int, diff_shown: bool) -> str:
+    """An argument on one row; a string of several lines a diff shows (a file's new
+    text) as its size. Any other keeps its start and its end: a command is read whole
+    before the question, even one that only starts or ends with a newline."""
+    if isinstance(value, str) and "\n" in value and diff_shown:
         n = value.count("\n") + (0 if value.endswith("\n") else 1)
         return f"({n} lines, {len(value.encode('utf-8', 'replace'))} bytes)"
-    return text if len(text) <= width else text[: max(1, width - 1)] + "…"
-
-
-def _lines(value: str, width: int, keep: int = 4) -> Text:
-    """A multi-line argument no diff shows (a shell command), as the user must read it
-    before saying yes: runs of blank lines folded, and of a long one its first and last
-    `keep` lines, so padding can push neither its start nor its end out of sight."""
-    rows: list[str] = []
-    blank = 0
-    for line in value.splitlines():
-        if not line.strip():
-            blank += 1
-            continue
-        if blank and rows:
-            rows.append(f"⋮ ({blank} blank line{'s' if blank != 1 else ''})")
-        blank = 0
-        rows.append(line)
-    if len(rows) > 2 * keep + 1:
-        rows = [*rows[:keep], f"⋮ ({len(rows) - 2 * keep} more lines)", *rows[-keep:]]
-    shown = (visible(r) for r in rows)
-    return Text("\n".join(r if len(r) <= width else r[: max(1, width - 1)] + "…" for r in shown))
+    return one_line(value if isinstance(value, str) else json_line(value), width)
 
 
 def _size(text: str) -> str:
@@ -262,9 +244,9 @@ class Renderer:
             body.append(("\n" if i else "") + f"{visible(key)}: ", style="bold")
             if isinstance(value, str) and "\n" in value.strip() and not diff:
                 body.append("\n")
-                body.append(_lines(value, width - 2))
+                body.append(Text(fold(value, width - 2)))  # as every question folds one
             else:
-                body.append(_one_line(value, width - len(key) - 2))
+                body.append(_one_line(value, width - len(key) - 2, bool(diff)))
         title = visible(event.name) + (" (salvaged)" if event.salvaged else "")
         parts: list[RenderableType] = [body] if event.arguments else [Text("(no arguments)")]
         if diff:

@@ -203,3 +203,16 @@ def test_snapshot_of_a_thousand_files_is_quick(ws: Path) -> None:
     again = time.perf_counter() - start
     print(f"snapshot of 1000 files: first {first * 1000:.0f} ms, unchanged {again * 1000:.0f} ms")
     assert again < 5
+
+
+def test_checkpoints_restore_names_files_with_escapes_shown(chat: Chat, ws: Path) -> None:
+    """A file the model's bash named with an escape sequence is named, not run."""
+    from agent.cli.main import app
+
+    session = chat(tool_call("bash", command="touch \"$(printf 'x\\033]0;pwned\\007')\""), "done")
+    session.send("make it")
+    session.close()
+    restored = CliRunner().invoke(app, ["checkpoints", "restore", "--session", session.id])
+    assert restored.exit_code == 0, restored.output
+    assert "deleted (created since): x\\x1b]0;pwned\\x07" in restored.output
+    assert "\x1b" not in restored.output and "\x07" not in restored.output

@@ -19,6 +19,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from agent.untrusted import clean
+
 MAX_LINE = 50 * 1024 * 1024  # as the SDK allows: a prompt may carry whole files
 END_WAIT_S = 30.0  # at the end of input, how long requests in flight may take to answer
 PARSE_ERROR, INVALID_REQUEST = -32700, -32600
@@ -26,6 +28,18 @@ PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 
 def error(code: int, message: str, request_id: Any = None) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+
+
+def _encoded(message: dict[str, Any]) -> bytes:
+    """One line of UTF-8. A lone surrogate has no UTF-8 form, and the line that carries
+    one would never leave: its request unanswered, and the end of input waiting
+    END_WAIT_S for the answer. The walk that replaces them runs only where one is."""
+    text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+    try:
+        return (text + "\n").encode()
+    except UnicodeEncodeError:
+        text = json.dumps(clean(message), separators=(",", ":"), ensure_ascii=False)
+        return (text + "\n").encode()
 
 
 def _id_ok(value: Any) -> bool:
@@ -70,7 +84,7 @@ class Lines:
         self.at_end: Callable[[], None] = lambda: None
 
     async def send(self, message: dict[str, Any]) -> None:
-        data = (json.dumps(message, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+        data = _encoded(message)
         self._writer.write(data)  # at once, so messages leave in the order they were sent
         if "method" not in message and message.get("id") in self._unanswered:
             self._unanswered.discard(message["id"])
@@ -98,7 +112,7 @@ class Lines:
             if not line.strip():
                 continue
             try:
-                message = json.loads(line)
+                message = clean(json.loads(line))  # a lone surrogate: see _encoded
             except (ValueError, RecursionError):
                 await self.send(error(PARSE_ERROR, "Parse error: not a JSON object"))
                 continue

@@ -114,3 +114,33 @@ def test_an_editor_that_leaves_mid_turn_gets_the_turn_cancelled(
     assert proc.returncode == 0 and "Traceback" not in err
     (answer,) = [json.loads(x) for x in out.splitlines() if '"id":3' in x]
     assert answer["result"]["stopReason"] == "cancelled"
+
+
+def test_a_lone_surrogate_gets_an_answer_and_the_end_of_input_no_wait() -> None:
+    """`"\\ud800"` decodes to a string no UTF-8 line can carry: an answer that echoed it
+    (the cwd not a folder, the method not found, the id itself) was never sent, and the
+    end of input then waited 30 s for it. Each is answered, U+FFFD in its place."""
+    surrogate = "\\ud800"  # as JSON writes it: the line itself is plain ASCII
+    lines = [
+        json.dumps(INIT),
+        '{"jsonrpc": "2.0", "id": 2, "method": "session/new",'
+        f' "params": {{"cwd": "/{surrogate}", "mcpServers": []}}}}',
+        f'{{"jsonrpc": "2.0", "id": 3, "method": "no/{surrogate}", "params": {{}}}}',
+        f'{{"jsonrpc": "2.0", "id": "{surrogate}", "method": "initialize",'
+        ' "params": {"protocolVersion": 1}}',
+    ]
+    proc = subprocess.run(
+        [sys.executable, "-m", "agent", "acp", "--model", "scripted:/nonexistent.jsonl"],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=20,  # the wait for answers never sent was END_WAIT_S, 30 s
+    )
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr
+    assert "UnicodeEncodeError" not in proc.stderr
+    by_id = {r["id"]: r for r in map(json.loads, proc.stdout.splitlines())}
+    assert "cwd is not a folder: /\ufffd" in by_id[2]["error"]["data"]["details"]
+    assert by_id[3]["error"]["code"] == -32601
+    assert by_id["\ufffd"]["result"]["protocolVersion"] == 1
