@@ -89,13 +89,17 @@ def tasks_merge(
 ) -> None:
     """One summary of the folders' results: status counts, tokens, wall time, and the
     ids (and shards) still missing. Exit 0 when every task is done, 1 when any failed or
-    is missing (stderr names them), 2 when there are no results."""
+    is missing or a file was refused (stderr names them), 2 when there are no results."""
     from agent.run.batch.merge import merge
     from agent.untrusted import json_line, visible
 
     merged = merge(folders)
     record = merged.summary()
     sys.stdout.write(json_line(record) + "\n")
+    for line in merged.refused[:10]:  # a link or a FIFO is never read: each named
+        sys.stderr.write(f"bosun: error: {visible(line)}\n")
+    if len(merged.refused) > 10:
+        sys.stderr.write(f"bosun: error: and {len(merged.refused) - 10} more files refused\n")
     missing = record["missing_ids"]
     if missing:
         shown = ", ".join(visible(i) for i in missing[:10])
@@ -105,4 +109,5 @@ def tasks_merge(
         sys.stderr.write(
             f"bosun: {len(missing)} of {record['tasks']} tasks missing{why}: {shown}{more}\n"
         )
-    raise typer.Exit(0 if not missing and record["failed"] == 0 else 1)
+    clean = not missing and record["failed"] == 0 and not merged.refused
+    raise typer.Exit(0 if clean else 1)

@@ -17,7 +17,9 @@ exit 2). A tasks file that is missing, unreadable or empty is always a UsageErro
 Past one machine: `--shard K/N` (shard.py) takes a share by task id, `--results DIR`
 (results.py) makes a batch resumable and `bosun tasks merge` (merge.py) joins the
 shards; a task may carry a workspace that is built where it runs (workspaces.py); and
-`--executor ray` (ray_executor.py, remote.py) runs the tasks on a Ray cluster.
+`--executor ray` (ray_executor.py, remote.py) runs the tasks on a Ray cluster. DIR is
+often on a filesystem others write to, so nothing planted under it is followed
+(safe_files.py).
 """
 
 from agent.run.batch.runner import run_tasks

@@ -14,6 +14,9 @@ itself is read back from the lines, never from the name.
 
 The summary, `summary-K-of-N.json`, is written when the shard starts (so a shard
 killed before its end still says which ids the tasks file had) and again when it ends.
+
+Every file here is opened through agent.run.batch.safe_files: a link planted under DIR
+is refused, never written through.
 """
 
 from __future__ import annotations
@@ -32,8 +35,9 @@ from typing import IO, Any
 from agent import events as ev
 from agent.errors import SessionWriteError, UsageError
 from agent.events import Status
+from agent.run.batch.safe_files import Refused, create_file, folder, read_regular, replace_file
 from agent.run.batch.shard import Shard
-from agent.untrusted import json_line
+from agent.untrusted import TooDeep, json_line, loads
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 SUMMARY_GLOB = "summary-*-of-*.json"
@@ -54,16 +58,23 @@ def summary_name(shard: Shard) -> str:
 def read_result(path: Path) -> dict[str, Any] | None:
     """The task's `result` line if the file is complete, else None (torn, or not ours)."""
     try:
-        if path.stat().st_size > MAX_RESULT_BYTES:
-            return None
-        data = path.read_bytes()
-    except OSError:
+        with folder(path.parent) as fd:
+            return load_result(fd, path.name, path)
+    except (OSError, Refused):
         return None
+
+
+def load_result(dir_fd: int, name: str, shown: Path) -> dict[str, Any] | None:
+    """`read_result` for `name` in the folder `dir_fd`. Torn or someone else's: None;
+    what no run of bosun leaves (a link, a FIFO, a line nested too deep): Refused."""
+    data = read_regular(dir_fd, name, MAX_RESULT_BYTES, shown)
     if not data.endswith(b"\n"):
         return None  # the last line was cut off mid-write
     last = data.rstrip(b"\n").rsplit(b"\n", 1)[-1]
     try:
-        record = json.loads(last)
+        record = loads(last.decode("utf-8"))
+    except TooDeep as exc:
+        raise Refused(f"{shown}: its last line is {exc}; not read") from None
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None
     if not isinstance(record, dict) or record.get("type") != "result":
@@ -89,7 +100,11 @@ class TaskFile:
         with self._lock:
             self._close()
             try:
-                self._fh = self.path.open("w", encoding="utf-8")
+                with folder(self.path.parent) as dir_fd:
+                    fd = create_file(dir_fd, self.path.name, self.path)
+                self._fh = os.fdopen(fd, "w", encoding="utf-8")
+            except Refused as exc:
+                self.failed = f"cannot write the result file: {exc}"
             except OSError as exc:
                 self._failed(exc)
 
@@ -156,10 +171,10 @@ class ResultsDir:
     def write_summary(self, shard: Shard, summary: dict[str, Any]) -> None:
         """Atomically (a reader never sees half of it): a .part file renamed."""
         path = self.root / summary_name(shard)
-        part = path.with_name(f".{path.name}.part")
+        data = (json.dumps(summary, indent=1) + "\n").encode("utf-8")
         try:
-            part.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-            os.replace(part, path)
+            with folder(self.root) as fd:
+                replace_file(fd, path.name, data, path)
         except OSError as exc:
             raise SessionWriteError(f"cannot write {path}: {exc.strerror or exc}") from None
 

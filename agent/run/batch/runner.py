@@ -29,6 +29,7 @@ from agent.run.batch.shard import resolve_shard
 from agent.run.batch.task import DriverPool, Shared
 from agent.run.settings import Settings
 from agent.run.tasks_file import BadLine, Task, load_tasks, read_tasks
+from agent.untrusted import visible
 from drivers.base import Driver
 
 EXIT_INTERRUPTED = Status.INTERRUPTED.exit_code
@@ -63,8 +64,8 @@ def run_tasks(
     driver: Driver | None = None,
     env: Mapping[str, str] | None = None,
 ) -> int:
-    """Run every task of this shard; exit code 0 when all are done, 1 when any is not,
-    130 on ^C.
+    """Run every task of this shard; exit code 0 when all are done (and recorded, with
+    --results), 1 when any is not, 130 on ^C.
 
     `driver` replaces opening the model (tests use it to inject failures). Bad lines of
     the tasks file fail on their own (see agent.run.batch) unless `settings.strict`.
@@ -100,8 +101,9 @@ def run_tasks(
     bad_results = [bad_line(line, output) for line in bad]
     ran: dict[str, ev.RunFinished] = {}
     interrupted = False
+    sinks = Sinks(output, results)
     if to_run:  # else nothing is left (or every line was bad): no model to load
-        ran, interrupted = _execute(to_run, settings, output, results, driver, err, out)
+        ran, interrupted = _execute(to_run, settings, sinks, driver, err, out)
     for task in to_run:
         if ran[task.id].status == Status.INTERRUPTED and not _printed(ran[task.id]):
             output.printer(task.id)(ran[task.id])  # never started
@@ -117,7 +119,9 @@ def run_tasks(
         results.write_summary(shard, {**shard_info, **record, "finished": not interrupted})
     if interrupted or any(r.status == Status.INTERRUPTED for r in ordered):
         return EXIT_INTERRUPTED
-    return 0 if all(r.status == Status.DONE for r in ordered) else 1
+    # a result not recorded (a full disk, a link refused) is said on stderr: not a 0
+    unrecorded = any(file.failed for file in sinks.files)
+    return 0 if all(r.status == Status.DONE for r in ordered) and not unrecorded else 1
 
 
 def _printed(result: ev.RunFinished) -> bool:
@@ -129,16 +133,15 @@ def _printed(result: ev.RunFinished) -> bool:
 def _execute(
     tasks: list[Task],
     settings: Settings,
-    output: LockedOutput,
-    results: ResultsDir | None,
+    sinks: Sinks,
     driver: Driver | None,
     err: TextIO,
     out: TextIO,
 ) -> tuple[dict[str, ev.RunFinished], bool]:
     trace = locked(trace_writer(settings.trace)) if settings.trace is not None else None
     settings = settings.but(workspace=settings.workspace.resolve())
-    sinks = Sinks(output, results)
     warn = warn_once(err)
+    results = sinks.results
     workspaces = results.workspaces() if results is not None else None
     try:
         if settings.executor == "ray":
@@ -146,8 +149,8 @@ def _execute(
 
             return run_on_ray(tasks, settings, sinks.printer, warn, err, out, workspaces)
 
-        def report(line: str) -> None:
-            err.write(f"bosun: {line}\n")
+        def report(line: str) -> None:  # an MCP server's words: its stderr, its tool names
+            err.write(f"bosun: {visible(line)}\n")
 
         with Assembly.open(settings, driver=driver, report=report) as assembly:
             pool = DriverPool(assembly.driver, settings.jobs)

@@ -5,7 +5,9 @@ run at once never edit one folder) or name `"repo"` and `"commit"` (cloned and c
 out): either way the folder is made on the machine that runs the task, which is what
 lets a worker elsewhere (a Slurm node, a Ray worker) run it. With `--results DIR` the
 folder is kept in `DIR/workspaces/`, beside the task's result, so its changes can be
-looked at; without, it is a temporary folder, removed when the task ends.
+looked at; without, it is a temporary folder, removed when the task ends. A link
+planted at `DIR/workspaces` or at the task's folder fails the task, never followed
+(agent.run.batch.safe_files).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from agent.errors import HarnessError
+from agent.run.batch.safe_files import Refused, made_folder, same_folder
 from agent.run.tasks_file import CopyOf, GitCheckout, Task
 from agent.untrusted import visible
 
@@ -45,9 +48,10 @@ def _special(folder: str, names: list[str]) -> set[str]:
 
 
 def copy_into(source: Path, dest: Path) -> None:
-    """Links are copied as links, never followed: a copy holds nothing from outside."""
+    """Links are copied as links, never followed: a copy holds nothing from outside.
+    `dest` may be an empty folder already (the one `task_workspace` made)."""
     try:
-        shutil.copytree(source, dest, symlinks=True, ignore=_special)
+        shutil.copytree(source, dest, symlinks=True, ignore=_special, dirs_exist_ok=True)
     except (OSError, shutil.Error) as exc:
         raise WorkspaceError(f"cannot copy the workspace {source}: {exc}") from None
 
@@ -91,11 +95,10 @@ def task_workspace(task: Task, keep_in: Path | None, name: str) -> Iterator[Task
     if source is None:
         yield task
         return
+    made: tuple[int, int] | None = None
     if keep_in is not None:
         dest = keep_in / name
-        if dest.exists() or dest.is_symlink():  # a task done again starts afresh
-            shutil.rmtree(dest, ignore_errors=True)
-        keep_in.mkdir(parents=True, exist_ok=True)
+        made = _fresh_folder(keep_in, name)  # a task done again starts afresh
         scratch = None
     else:
         scratch = Path(tempfile.mkdtemp(prefix="bosun-task-"))
@@ -105,7 +108,24 @@ def task_workspace(task: Task, keep_in: Path | None, name: str) -> Iterator[Task
             copy_into(source.path, dest)
         else:
             clone_into(source, dest)
+        if (
+            keep_in is not None
+            and made is not None
+            and not same_folder(keep_in.parent, (keep_in.name, name), made)
+        ):
+            raise WorkspaceError(f"{dest} was swapped for another file while it was built; refused")
         yield task.but(workspace=dest.resolve())
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _fresh_folder(keep_in: Path, name: str) -> tuple[int, int]:
+    """`keep_in/name` made empty, walked without following links: git and the copy
+    write into a folder bosun made, never through a link planted in its place."""
+    try:
+        return made_folder(keep_in.parent, (keep_in.name, name))
+    except Refused as exc:
+        raise WorkspaceError(f"no workspace for this task: {exc}") from None
+    except OSError as exc:
+        raise WorkspaceError(f"cannot make the workspace {keep_in / name}: {exc}") from None
