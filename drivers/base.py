@@ -88,6 +88,10 @@ class Chunk:
     `progress` (prompt tokens read, of how many) comes on empty chunks before the first
     token, where a server reports its prefill: a long prompt is then visibly read, not
     a hang, and a stop is heard between two reports rather than after the last.
+
+    `notices` (on the last chunk) are warnings for the person, never the model: a fault
+    the driver worked around (a prompt cache it could not save or read), so the reply
+    stands and the run goes on, but whoever runs it should know why it was slower.
     """
 
     text: str
@@ -95,6 +99,7 @@ class Chunk:
     finish_reason: str | None = None
     stopped_by: str | None = None
     progress: tuple[int, int] | None = None
+    notices: tuple[str, ...] = ()
 
 
 @dataclass
@@ -181,6 +186,11 @@ class DriverInfo:
     max_concurrency: int = 1  # streams one driver serves at once (1: one KV cache)
     tokenize: Callable[[str], list[int]] | None = None
     prefix_cache: bool = False  # a request's `head` lets a later session start warm
+    # usage.prompt_tokens is a server's count of the prompt it received, which may have
+    # dropped part of it (Ollama's window does, behind HTTP 200): the agent checks it
+    # against what was sent. False: the driver counts the tokens it was handed itself,
+    # so a short count says nothing about a lost prompt and is never held against it.
+    server_counts: bool = False
     # prompt-lookup speculation in the driver's own decode loop: "auto" or "off"
     # (drivers.llama_speculate); "" where the driver has none (a server has its own)
     speculate: str = ""

@@ -8,6 +8,9 @@ KV cache already held, and stop strings matched without losing a token.
 A fresh session starts warm: the head every session's prompt begins with (system prompt
 and tools, which the agent marks with `head=`) is evaluated once, its KV state saved
 (`drivers.prefix_cache`), and loaded by later sessions instead of evaluated again.
+That cache is an optimisation: whatever goes wrong with it (a full disk, a damaged or
+refused state, a writer racing on the same head) costs a cold start and one warning
+(`Chunk.notices`), never the call, and the usage counts what was really evaluated.
 """
 
 from __future__ import annotations
@@ -16,9 +19,9 @@ import codecs
 import contextlib
 import ctypes
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from drivers import llama_log
 from drivers.base import (
@@ -39,6 +42,7 @@ from drivers.llama_sample import Sampler
 from drivers.llama_speculate import K_MIN, SPECULATE_MODES, NgramIndex, Pacer, verify
 from drivers.llama_state import open_prefix_cache, restore, snapshot
 from drivers.llama_tokens import VocabText
+from drivers.prefix_cache import Saved
 
 DEFAULT_CTX = 8192
 # A head shorter than this is quicker to evaluate than to read back from a file.
@@ -48,6 +52,8 @@ MIN_HEAD_TOKENS = 32
 # tokens, the rest sized from the speed measured.
 PREFILL_SLICE_S = 0.1
 PREFILL_FIRST = 16
+
+_T = TypeVar("_T")
 
 
 class LlamaDriver:
@@ -106,6 +112,10 @@ class LlamaDriver:
         self._piece = self._vocab.piece
         self._as_data = self._vocab.as_data
         self._head_memo: tuple[tuple[str, tuple[tuple[int, int], ...]], list[int]] | None = None
+        # Prompt-cache faults not yet said, and the kinds already said: a full disk is
+        # one warning for the driver's life, not one per call.
+        self._faults: list[tuple[str, str]] = []
+        self._told: set[str] = set()
         self._halt: Halt | None = None  # asked by llama.cpp during a prompt's decode
         self._aborted = False  # the callback said stop during the current decode
         self._abort = self._abortable()
@@ -166,19 +176,71 @@ class LlamaDriver:
         next session. Mid-session the head is in memory and no file is touched.
         """
         held = self._cached_prefix(tokens)
-        if head <= held or self.prefix_cache is None:
+        cache = self.prefix_cache
+        if head <= held or cache is None:
             return held
-        saved = self.prefix_cache.find(tokens[:-1])
+        saved = self._cache_step("load", lambda: cache.find(tokens[:-1]))
         if saved is not None and len(saved.tokens) > held:
-            held = restore(self.llm, saved.tokens, saved.state)
-            if not held:  # llama.cpp refused it: never offer it again
-                with contextlib.suppress(OSError):
-                    saved.path.unlink()
+            held = self._restore(saved)
         if head > held and self._evaluate(tokens, held, head, halt):
-            state = snapshot(self.llm)
-            if state is not None:
-                self.prefix_cache.store(tokens[:head], state)
+
+            def save() -> None:
+                state = snapshot(self.llm)
+                if state is not None:
+                    cache.store(tokens[:head], state)
+
+            self._cache_step("save", save)
         return held
+
+    def _cache_step(self, kind: str, step: Callable[[], _T]) -> _T | None:
+        """One prompt-cache operation, none of whose faults may fail the call: the
+        cache's own (kept in its `faults`) and anything unforeseen alike become a
+        warning, and the call goes on as a cold start would."""
+        try:
+            return step()
+        except Exception as exc:  # an optimisation's fault is never the run's
+            message = f"prompt cache: {kind} failed ({exc!r}); going on without it"
+            self._faults.append((kind, message))
+            return None
+        finally:
+            if self.prefix_cache is not None:
+                self._faults.extend(self.prefix_cache.take_faults())
+
+    def _restore(self, saved: Saved) -> int:
+        """Load a saved state: how many positions the cache now holds (0 when llama.cpp
+        refused it, or failed: the cache is then empty, so what is counted as cached was
+        really loaded). A refused state is deleted, never offered again."""
+        try:
+            held = restore(self.llm, saved.tokens, saved.state)
+        except Exception as exc:
+            held, why = 0, repr(exc)
+        else:
+            why = "it does not fit this context"
+        if held:
+            return held
+        with contextlib.suppress(Exception):
+            self.llm._ctx.kv_cache_clear()
+        self.llm.n_tokens = 0
+        with contextlib.suppress(OSError):
+            saved.path.unlink()
+        self._faults.append(
+            (
+                "load",
+                f"prompt cache: llama.cpp refused the saved state {saved.path.name} ({why}); it"
+                " was deleted and the head is evaluated instead",
+            )
+        )
+        return 0
+
+    def _notices(self) -> tuple[str, ...]:
+        """The faults of this call not said before (one warning per kind)."""
+        out = []
+        for kind, message in self._faults:
+            if kind not in self._told:
+                self._told.add(kind)
+                out.append(message)
+        self._faults.clear()
+        return tuple(out)
 
     def _abortable(self) -> bool:
         """Have llama.cpp ask `self._halt` between the operations of a decode
@@ -278,7 +340,7 @@ class LlamaDriver:
         if not self._prefill(tokens, halt):
             ms = (time.perf_counter() - start) * 1000
             usage = Usage(prompt_tokens=len(tokens), cached_tokens=cached, ms=ms)
-            yield Chunk("", usage=usage, finish_reason="interrupted")
+            yield Chunk("", usage=usage, finish_reason="interrupted", notices=self._notices())
             return
         sampler = self._sampler(grammar)
         vocab = self.llm._model.vocab
@@ -347,7 +409,13 @@ class LlamaDriver:
         )
         tail = pending + decoder.decode(b"", final=True)
         finish = "length" if finish == "done" else finish
-        yield Chunk(tail, usage=usage, finish_reason=finish, stopped_by=stopped_by)
+        yield Chunk(
+            tail,
+            usage=usage,
+            finish_reason=finish,
+            stopped_by=stopped_by,
+            notices=self._notices(),
+        )
 
     def _speculates(self) -> bool:
         """`on`, or `auto` with the model on a GPU (llama_speculate.SPECULATE_MODES)."""

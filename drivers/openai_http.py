@@ -110,6 +110,7 @@ class OpenAIDriver:
             grammar=api == "completions",
             chat=api == "chat",
             max_concurrency=max_concurrency,
+            server_counts=True,  # its usage is the server's count of what it took in
             # n_params unknown over HTTP: --constrain auto stays off
         )
         self.temperature = temperature

@@ -23,11 +23,16 @@ one line in llama.cpp's log. A write goes to a hidden `.part` file that is fsync
 renamed over the name readers look for, so a crashed write is never read (old `.part`
 files are swept, drivers/prefix_folder.py). The folder is capped (2 GiB unless
 $BOSUN_PREFIX_CACHE_MAX says otherwise): the least recently used states go first.
+
+The cache is an optimisation, so no fault of it fails a call: a state that cannot be
+written (a full disk, a read-only folder) or read (damaged, unreadable) costs a cold
+start, and the fault is kept in `faults` for the driver to pass on as one warning.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -36,7 +41,7 @@ import stat
 import struct
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -95,6 +100,25 @@ def _token_bytes(tokens: Sequence[int]) -> bytes:
 
 def key_id(key: Mapping[str, Any]) -> str:
     return _digest(json.dumps(key, sort_keys=True).encode("utf-8"))[:16]
+
+
+def _why(exc: BaseException) -> str:
+    """A fault's reason in a person's words."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "the disk is full"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__
+
+
+def _write_parts(fd: int, parts: Iterable[bytes | bytearray | memoryview]) -> None:
+    """Every byte of `parts` onto the disk behind `fd`, durably: the one place a state's
+    bytes are written, so a full disk (ENOSPC, here or at the fsync) fails here."""
+    for part in parts:
+        view = memoryview(part).cast("B")
+        while view:
+            view = view[os.write(fd, view) :]
+    os.fsync(fd)
 
 
 @dataclass(frozen=True)
@@ -241,6 +265,17 @@ class PrefixCache:
         self.folder = folder if folder is not None else cache_dir()
         self.limit = max_bytes() if limit is None else limit
         self._secret = secret  # None: the user's, read (or made) on first use
+        # (kind, message): what went wrong and was worked around, for the driver to say
+        # once per kind ("save", "load"); it takes them with take_faults().
+        self.faults: list[tuple[str, str]] = []
+
+    def _fault(self, kind: str, message: str) -> None:
+        if len(self.faults) < 16:  # a driver drains them every call; never unbounded
+            self.faults.append((kind, f"prompt cache: {message}"))
+
+    def take_faults(self) -> list[tuple[str, str]]:
+        faults, self.faults = self.faults, []
+        return faults
 
     def _trusted(self) -> bytes | None:
         """The user's secret when the folder and the key file can be trusted; None (and
@@ -252,9 +287,22 @@ class PrefixCache:
         except Distrusted as exc:
             cache_trust.refuse(str(exc))
             return None
-        except OSError:  # no folder yet (nothing saved), or one that cannot be looked at
+        except FileNotFoundError:  # no folder yet: nothing saved
+            return None
+        except OSError as exc:  # one that cannot be looked at
+            self._fault("load", f"{self.folder} cannot be read ({_why(exc)}); starting cold")
             return None
         return self._secret
+
+    def _unusable(self, path: Path, exc: BaseException) -> None:
+        """A state file that failed a check or a read: deleted (the next save writes it
+        whole again), and said."""
+        _drop(path)
+        self._fault(
+            "load",
+            f"a saved state in {self.folder} could not be used ({_why(exc)}) and was"
+            " deleted; the head is evaluated instead and saved again",
+        )
 
     @property
     def enabled(self) -> bool:
@@ -273,7 +321,8 @@ class PrefixCache:
             return None
         try:
             paths = [p for p in self.folder.glob(f"{self.key_id}-*.kv") if _NAME.match(p.name)]
-        except OSError:
+        except OSError as exc:
+            self._fault("load", f"{self.folder} cannot be listed ({_why(exc)}); starting cold")
             return None
         candidates: list[tuple[int, Path]] = []
         for path in paths:
@@ -281,8 +330,8 @@ class PrefixCache:
                 header = read_header(path)
             except FileNotFoundError:
                 continue  # evicted or replaced meanwhile
-            except (OSError, ValueError, UnicodeDecodeError, RecursionError):
-                _drop(path)
+            except (OSError, ValueError, UnicodeDecodeError, RecursionError) as exc:
+                self._unusable(path, exc)
                 continue
             n = len(header.tokens)
             if header.key != self.key or header.state_bytes > self.limit:
@@ -298,8 +347,8 @@ class PrefixCache:
                 cache_trust.refuse(str(exc))
                 _drop(path)
                 continue
-            except (OSError, ValueError, UnicodeDecodeError, RecursionError):
-                _drop(path)
+            except (OSError, ValueError, UnicodeDecodeError, RecursionError) as exc:
+                self._unusable(path, exc)
                 continue
             with contextlib.suppress(OSError):
                 os.utime(path)  # most recently used
@@ -308,7 +357,9 @@ class PrefixCache:
 
     def store(self, tokens: Sequence[int], state: bytes | bytearray | memoryview) -> Path | None:
         """Save `state` (the KV state after exactly `tokens`) atomically, then evict down
-        to the cap. A cache that cannot be written is not an error: None."""
+        to the cap. A cache that cannot be written is not an error: None, and a fault
+        (a full disk leaves no `.part` behind either). Writers racing on one head each
+        write their own `.part` and rename it over the name: the last one stands, whole."""
         size = len(state)
         if not self.enabled or not tokens or not size:
             return None
@@ -327,32 +378,44 @@ class PrefixCache:
         if total > self.limit or len(header) > MAX_HEADER:
             return None
         target = self.path_for(tokens)
-        with contextlib.suppress(OSError):
+        try:
             self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            self._cannot_save(exc)
+            return None
         secret = self._trusted()
         if secret is None:
             return None
         mac = cache_trust.signer(secret)
+        parts = (_FIXED.pack(MAGIC, VERSION, len(header)), header, raw, state)
+        for part in parts:
+            mac.update(part)
         tmp: str | None = None
         try:
             fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=self.folder)
-            with os.fdopen(fd, "wb") as out:
-                for part in (_FIXED.pack(MAGIC, VERSION, len(header)), header, raw, state):
-                    out.write(part)
-                    mac.update(part)
-                out.write(mac.digest())
-                out.flush()
-                os.fsync(out.fileno())
+            try:
+                _write_parts(fd, (*parts, mac.digest()))
+            finally:
+                os.close(fd)
             os.replace(tmp, target)  # readers see the old file, or the whole new one
             tmp = None
             _fsync_folder(self.folder)
-        except OSError:
+        except OSError as exc:
+            self._cannot_save(exc)
             return None
         finally:
             if tmp is not None:
                 _drop(Path(tmp))
         evict(self.folder, self.limit, keep=target)
         return target
+
+    def _cannot_save(self, exc: OSError) -> None:
+        self._fault(
+            "save",
+            f"the prompt's head could not be saved in {self.folder} ({_why(exc)}); this"
+            " session goes on, and later ones start cold until it can be (free space, or"
+            " set BOSUN_PREFIX_CACHE to another folder)",
+        )
 
 
 def entries(folder: Path | None = None) -> list[Entry]:

@@ -101,15 +101,20 @@ class Compactor:
         real: int,
         *,
         chat: bool = False,
+        served: bool = False,
     ) -> str | None:
         """Learn the template's own overhead from what the backend counted for the
         prompt it was sent (`shown`); nothing to learn from a call that reported none.
 
-        A backend that counted far fewer tokens than were sent dropped part of the
+        `served` (the driver's `info.server_counts`): a server counted the prompt it
+        received. One that counted far fewer tokens than were sent dropped part of the
         prompt (Ollama's window does, silently, behind HTTP 200): its answer was made
         without the system prompt or the tools, so the run stops with that said, never
         a silent turn. The estimate runs at most a third high (3 characters a token
-        against prose's 4), so half of it is a safe line.
+        against prose's 4), so half of it is a safe line. A driver that counts what it
+        was handed itself (the in-process one) cannot have dropped anything between the
+        two counts, so a short count there is never taken for a lost prompt (nor learnt
+        from: it can only be a miscount).
 
         `chat`: the server rendered the prompt, so a count that holds the conversation
         but not the tools means it left the tools out (llama-server without --jinja, a
@@ -119,6 +124,8 @@ class Compactor:
             return None
         raw = self.counter.total(shown, specs)
         if real < raw // 2 and raw - real > TRUNCATION_SLACK:
+            if not served:  # not a server's word: nothing to learn from, nothing lost
+                return None
             bare = self.counter.total(shown, ())
             if chat and specs and real >= bare // 2:
                 return (

@@ -261,8 +261,11 @@ class Agent:
     def observe(self, request: Query, reply: Reply) -> None:
         """What the backend counted, for the budget; a warning it gives is said once."""
         assert self.compactor is not None
-        real, chat = reply.usage.prompt_tokens, self.driver.info.chat
-        warning = self.compactor.observe(request.history, request.specs, real, chat=chat)
+        info = self.driver.info
+        real = reply.usage.prompt_tokens
+        warning = self.compactor.observe(
+            request.history, request.specs, real, chat=info.chat, served=info.server_counts
+        )
         if warning is not None:
             self._tell("tools left out", warning)
 

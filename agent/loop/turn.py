@@ -286,6 +286,8 @@ def _stream_text(
     try:
         for chunk in stream:
             t.progress(chunk.progress)
+            for notice in chunk.notices:  # the backend's, for the person: not the model's
+                req.emit(ev.Diagnostic(notice))
             if chunk.text:
                 t.text(chunk.text)
             t.end(chunk.usage, chunk.finish_reason, chunk.stopped_by)

@@ -9,11 +9,20 @@ error for the caller), never an exception that reaches the server loop.
 Runs on one model take turns: they share one driver, and the in-process llama driver
 has one KV cache (a server's `max_concurrency` says how many may share it at once).
 A run that has to wait says so through `progress`; runs on other models go at once.
+
+A caller may name any model, and an open model holds its weights and KV cache in memory,
+so at most `max_models` are open at once (MAX_MODELS: the server's own and one other).
+The server's own stays open once opened; another is closed, least recently used first,
+when a model not open is asked for and it has no run. A call that would need more open
+models than that, all busy, is refused (try again, or use the server's model) rather
+than queued behind runs of other models or allowed to load one more.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +47,7 @@ from agent.tools.permissions import APPROVE_MODES
 
 MAX_PROMPT_CHARS = 256 * 1024  # a prompt past this is refused, not sent to a model
 MAX_ID_CHARS = 200
+MAX_MODELS = 2  # models open at once: the server's own and one a caller named
 LOST_CALL = "Error: bosun stopped before this call finished; its effect is unknown"
 Progress = Callable[[str], None]
 
@@ -87,16 +97,24 @@ class _Seat:
 
     assembly: Assembly
     slots: threading.Semaphore
+    users: int = 0  # runs handed this seat and not done: it is not closed under them
 
 
 class Runs:
     """Every run this server makes: the models it opened (one assembly each, opened on
-    first use and kept) and the ceiling on approval its user set (`base.approve`)."""
+    first use, at most `max_models` at once) and the ceiling on approval its user set
+    (`base.approve`)."""
 
-    def __init__(self, base: Settings, open_assembly: Callable[[Settings], Assembly]) -> None:
+    def __init__(
+        self,
+        base: Settings,
+        open_assembly: Callable[[Settings], Assembly],
+        max_models: int = MAX_MODELS,
+    ) -> None:
         self.base = base
         self._open = open_assembly
-        self._seats: dict[str, _Seat] = {}
+        self.max_models = max(1, max_models)
+        self._seats: OrderedDict[str, _Seat] = OrderedDict()  # least recently used first
         self._running: set[str] = set()  # sessions a run is writing now
         self._lock = threading.Lock()
 
@@ -132,11 +150,13 @@ class Runs:
 
     def _seat(self, settings: Settings) -> _Seat:
         """The model's assembly, opened once (under the lock: two first calls on one
-        model must not load it twice)."""
+        model must not load it twice), and counted as in use until `_leave`. Opening one
+        more than `max_models` closes the least recently used idle one first."""
         model = settings.model
         with self._lock:
             seat = self._seats.get(model)
             if seat is None:
+                self._make_room(model)
                 try:
                     chosen = self.base.but(model=model, workspace_model=settings.workspace_model)
                     assembly = self._open(chosen)
@@ -144,7 +164,31 @@ class Runs:
                     raise RefusedCall(f"cannot open model {model}: {exc}") from None
                 slots = max(1, assembly.driver.info.max_concurrency)
                 seat = self._seats[model] = _Seat(assembly, threading.Semaphore(slots))
+            self._seats.move_to_end(model)
+            seat.users += 1
             return seat
+
+    def _make_room(self, model: str) -> None:
+        """Close idle models (least recently used first; the server's own only where it
+        is the one model kept) until one more fits; RefusedCall when every open one is
+        running (held: the lock)."""
+        pinned = self.base.model if self.max_models > 1 else None
+        while len(self._seats) >= self.max_models:
+            idle = [n for n, seat in self._seats.items() if seat.users == 0 and n != pinned]
+            if not idle:
+                open_now = ", ".join(self._seats)
+                raise RefusedCall(
+                    f"cannot open model {model}: this server keeps at most"
+                    f" {self.max_models} models open and all are running ({open_now});"
+                    f" try again when a run ends, or use the server's model ({self.base.model})"
+                )
+            closing = self._seats.pop(idle[0]).assembly
+            with contextlib.suppress(Exception):  # its failure is not this call's
+                closing.close()
+
+    def _leave(self, seat: _Seat) -> None:
+        with self._lock:
+            seat.users -= 1
 
     def run(
         self,
@@ -179,16 +223,19 @@ class Runs:
         self, settings: Settings, prompt: str, cancel: Cancel, progress: Progress, stored: Any
     ) -> Outcome:
         seat = self._seat(settings)
-        if not seat.slots.acquire(blocking=False):
-            progress(f"queued: another run is using {settings.model}")
-            while not seat.slots.acquire(timeout=0.1):
-                if cancel.is_set():
-                    sid = stored.id if stored is not None else ""
-                    return Outcome.of(ev.RunFinished.of(ev.Status.INTERRUPTED), sid)
         try:
-            return self._run(seat.assembly, settings, prompt, cancel, progress, stored)
+            if not seat.slots.acquire(blocking=False):
+                progress(f"queued: another run is using {settings.model}")
+                while not seat.slots.acquire(timeout=0.1):
+                    if cancel.is_set():
+                        sid = stored.id if stored is not None else ""
+                        return Outcome.of(ev.RunFinished.of(ev.Status.INTERRUPTED), sid)
+            try:
+                return self._run(seat.assembly, settings, prompt, cancel, progress, stored)
+            finally:
+                seat.slots.release()
         finally:
-            seat.slots.release()
+            self._leave(seat)
 
     def _stored(self, session_id: str) -> Any:
         if not isinstance(session_id, str) or not session_id.strip():
@@ -251,7 +298,7 @@ class Runs:
 
     def close(self) -> None:
         with self._lock:
-            seats, self._seats = list(self._seats.values()), {}
+            seats, self._seats = list(self._seats.values()), OrderedDict()
         for seat in seats:
             seat.assembly.close()
 
