@@ -47,8 +47,7 @@ def acp(
     from agent.cli.common import EXIT_USAGE, fail
     from agent.run.acp import serve
     from agent.run.assemble import check_workspace
-    from agent.run.config import config_sandbox, resolve
-    from agent.run.settings import Settings
+    from agent.run.config import settings_for
     from agent.tools.permissions import APPROVE_MODES
 
     if approve is not None and approve not in APPROVE_MODES:
@@ -56,16 +55,14 @@ def acp(
     if sandbox is not None and sandbox not in ("auto", "on", "off"):
         fail(f"--sandbox: choose from auto, on, off, not {sandbox!r}", EXIT_USAGE)
     ws = check_workspace(workspace if workspace is not None else Path.cwd())
-    config = resolve(
-        ws,
-        model=model,
-        approve=approve,
-        context_size=context_size,
-        sandbox=sandbox,
-        tools=tool_changes(tools),
+    flags = {
+        "model": model,
+        "approve": approve,
+        "context_size": context_size,
+        "sandbox_mode": sandbox,
+        "tools": tool_changes(tools),
+    }
+    settings = settings_for(ws, flags).but(
+        allow_workspace_mcp=allow_workspace_mcp, max_turns=max_turns
     )
-    policy = config_sandbox(config)
-    settings = Settings.from_config(
-        config, workspace=ws, sandbox=policy, allow_workspace_mcp=allow_workspace_mcp
-    ).but(max_turns=max_turns)
     raise typer.Exit(serve(settings))

@@ -11,13 +11,10 @@ import typer
 from agent.cli.common import (
     EXIT_USAGE,
     WORKSPACE_MCP_HELP,
-    ModelOpt,
+    ConfigModelOpt,
     WorkspaceOpt,
-    config_hooks,
     fail,
-    mcp_servers,
     table,
-    telemetry_settings,
 )
 
 cache_app = typer.Typer(
@@ -117,7 +114,9 @@ def mcp_list(
     from agent.mcp.listing import list_servers
 
     root = (workspace if workspace is not None else Path.cwd()).resolve()
-    rows = list_servers(mcp_servers(root), root, allow_workspace_mcp)
+    from agent.run.config import settings_for
+
+    rows = list_servers(settings_for(root).mcp_servers, root, allow_workspace_mcp)
     if json_out:
         for row in rows:
             typer.echo(json.dumps(row, ensure_ascii=False))
@@ -150,38 +149,35 @@ def config_command(
 
 @mcp_app.command("serve")
 def mcp_serve(
-    model: ModelOpt = "smollm2-135m",
+    model: ConfigModelOpt = None,
     approve: Annotated[
-        str,
+        str | None,
         typer.Option(
             help="The loosest approve mode a caller may ask for (read-only, ask,"
-            " auto-edit, auto), and the one a call gets when it names none.",
+            " auto-edit, auto), and the one a call gets when it names none. Default:"
+            " config, else auto-edit.",
         ),
-    ] = "auto-edit",
+    ] = None,
     max_turns: Annotated[int, typer.Option(min=1, help="Most model calls in one run.")] = 30,
     sandbox: Annotated[
-        str, typer.Option(help="bash in bubblewrap: auto (where it works), on, off.")
-    ] = "auto",
+        str | None,
+        typer.Option(help="bash in bubblewrap: auto (where it works), on, off. Default: config."),
+    ] = None,
 ) -> None:
     """bosun as an MCP server on stdio: tools run_task and continue_session."""
-    from agent.run.settings import Settings
+    from agent.run.config import settings_for
     from agent.tools.permissions import APPROVE_MODES
-    from agent.tools.sandbox import SANDBOX_MODES, resolve_sandbox
+    from agent.tools.sandbox import SANDBOX_MODES
 
-    if approve not in APPROVE_MODES:
+    if approve is not None and approve not in APPROVE_MODES:
         fail(f"--approve must be one of {', '.join(APPROVE_MODES)}", EXIT_USAGE)
-    if sandbox not in SANDBOX_MODES:
+    if sandbox is not None and sandbox not in SANDBOX_MODES:
         fail(f"--sandbox must be one of {', '.join(SANDBOX_MODES)}", EXIT_USAGE)
-    root = Path.cwd()
-    settings = Settings(
-        model=model,
-        workspace=root,
-        approve=approve,
-        sandbox=resolve_sandbox(sandbox),
-        mcp_servers=mcp_servers(root),
-        hooks=config_hooks(root),
-        max_turns=max_turns,
-        **telemetry_settings(root),
+    flags = {"model": model, "approve": approve, "sandbox_mode": sandbox}
+    # nobody can answer a question here: a call gets auto-edit unless a file or the
+    # flag says otherwise
+    settings = settings_for(Path.cwd(), flags, face={"approve": "auto-edit"}).but(
+        max_turns=max_turns
     )
     from agent.run.mcp_serve import serve
 

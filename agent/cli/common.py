@@ -141,54 +141,12 @@ def tool_changes(spec: str | None) -> tuple[str, ...] | None:
     return None if spec is None else parse_tool_changes(spec)
 
 
-def config_tools(workspace: Path | None) -> tuple[str, ...]:
-    """`tools = "…"` from the config files for this workspace (agent.run.config)."""
-    from agent.run.config import load_config
-
-    root = workspace if workspace is not None else Path.cwd()
-    return load_config(root if root.is_dir() else None).tools
-
-
 WORKSPACE_MCP_HELP = "Start MCP servers the workspace names (.mcp.json, .bosun.toml) unapproved."
-
-
-def mcp_servers(workspace: Path | None) -> tuple[Any, ...]:
-    """The MCP servers the config files name for this workspace (agent.mcp.servers)."""
-    from agent.run.config import load_config
-
-    root = workspace if workspace is not None else Path.cwd()
-    return load_config(root if root.is_dir() else None).mcp_servers
 
 
 WORKSPACE_HOOKS_HELP = (
     "Run hooks the workspace names (.bosun.toml, .claude/settings.json) unapproved."
 )
-
-
-def config_hooks(workspace: Path | None) -> tuple[Any, ...]:
-    """The hooks the config files name for this workspace (agent.tools.hooks)."""
-    from agent.run.config import load_config
-
-    root = workspace if workspace is not None else Path.cwd()
-    return load_config(root if root.is_dir() else None).hooks
-
-
-def config_map_tokens(workspace: Path | None) -> int | None:
-    """`repo_map_tokens` from the config files for this workspace (agent.loop.repomap)."""
-    from agent.run.config import load_config
-
-    root = workspace if workspace is not None else Path.cwd()
-    return load_config(root if root.is_dir() else None).repo_map_tokens
-
-
-def telemetry_settings(workspace: Path | None) -> dict[str, bool]:
-    """`otel` and `otel_content` from the config files, as keyword arguments of
-    `Settings` (the OTEL_* variables are read where telemetry starts)."""
-    from agent.run.config import load_config
-
-    root = workspace if workspace is not None else Path.cwd()
-    config = load_config(root if root.is_dir() else None)
-    return {"otel": config.otel, "otel_content": config.otel_content}
 
 
 def table(rows: list[dict[str, str]], columns: list[str]) -> None:
@@ -241,45 +199,3 @@ AutoTestOpt = Annotated[
         " the model. Default: config, else off.",
     ),
 ]
-
-
-def config_speculate(workspace: Path | None, flag: str | None) -> str:
-    """--speculate, else the config files' `speculate` (agent.run.config), else auto."""
-    from agent.run.config import resolve
-
-    root = workspace if workspace is not None else Path.cwd()
-    return resolve(root if root.is_dir() else None, speculate=flag).speculate
-
-
-def check_settings(
-    workspace: Path | None,
-    lint_cmd: list[str] | None,
-    test_cmd: str | None,
-    auto_lint: bool | None,
-    auto_test: bool | None,
-) -> dict[str, Any]:
-    """The lint/test loop's settings (agent.loop.checks): the config files' with the
-    flags on top, as keyword arguments of `Settings`; telemetry's too (no flags), so
-    the files are read once more, not twice."""
-    from agent.run.config import resolve
-    from agent.tools.checks import lint_flags
-
-    root = workspace if workspace is not None else Path.cwd()
-    config = resolve(
-        root if root.is_dir() else None,
-        lint_cmd=lint_flags(lint_cmd or ()),
-        test_cmd=test_cmd,
-        auto_lint=auto_lint,
-        auto_test=auto_test,
-    )
-    names = (
-        "lint_cmd",
-        "test_cmd",
-        "auto_lint",
-        "auto_test",
-        "test_rounds",
-        "test_timeout",
-        "otel",
-        "otel_content",
-    )
-    return {name: getattr(config, name) for name in names}

@@ -8,49 +8,31 @@ warnings, so what is shown is what a run would use.
 
 from __future__ import annotations
 
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from agent.mcp.servers import MCP_JSON
 from agent.mcp.session import approvals
-from agent.run.config import (
-    WORKSPACE_FILE,
-    Config,
-    load_config,
-    parse_config_file,
-    user_config_path,
-)
+from agent.run.config import WORKSPACE_FILE, resolved, user_config_path
 from agent.run.hooks import WorkspaceHooks
+from agent.run.settings import config_keys
 from agent.tools.hooks import HookSpec
 from agent.tools.hooks.spec import CLAUDE_SETTINGS
 from agent.untrusted import one_line, visible
 
 
-def _settings(path: Path, origin: str) -> dict[str, Any]:
-    return (
-        parse_config_file(path, "workspace" if origin == "workspace" else "user")
-        if path.is_file()
-        else {}
-    )
-
-
 def report(workspace: Path) -> dict[str, Any]:
-    """Files (path, present), settings (name, value, source) and MCP servers."""
-    config = load_config(workspace)
+    """Files (path, present), settings (name, value, source) and MCP servers: what
+    `run` and `chat` would use here with no flags (agent.run.config.resolved)."""
+    config, sources = resolved(workspace)
     user, local, mcp = user_config_path(), workspace / WORKSPACE_FILE, workspace / MCP_JSON
     claude = workspace / CLAUDE_SETTINGS
-    by_file = [("workspace", _settings(local, "workspace")), ("user", _settings(user, "user"))]
     settings = []
-    for f in fields(Config):
-        if f.name in ("mcp_servers", "workspace_model", "hooks"):  # listed on their own
+    for name, f in config_keys().items():
+        if name in ("mcp_servers", "hooks"):  # listed on their own
             continue
         value = getattr(config, f.name)
-        source = next(
-            (name for name, found in by_file if f.name in found and found[f.name] == value),
-            "default",
-        )
-        settings.append({"name": f.name, "value": _plain(f.name, value), "source": source})
+        settings.append({"name": name, "value": _plain(name, value), "source": sources[name]})
     return {
         "files": [
             {"role": "user", "path": str(user), "present": user.is_file()},

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from agent.cli.common import ModelOpt, WorkspaceOpt, table
+from agent.cli.common import ConfigModelOpt, WorkspaceOpt, table
 
 
 def models(
@@ -45,7 +45,7 @@ def models(
 
 
 def render(
-    model: ModelOpt = "smollm2-135m",
+    model: ConfigModelOpt = None,
     session: Annotated[str | None, typer.Option(help="Render this session's history.")] = None,
     messages: Annotated[
         Path | None, typer.Option(help="Render a JSON list of messages (history format).")
@@ -55,8 +55,10 @@ def render(
     """Print the exact prompt a model would be sent (wire form where it applies); with no
     --session or --messages, the first prompt of a new session in this folder."""
     from agent.cli.listing import render_command
+    from agent.run.config import settings_for
 
-    prompt = render_command(model, session, messages, workspace)
+    chosen = settings_for(workspace, {"model": model}).model  # as `run` and `chat` choose
+    prompt = render_command(chosen, session, messages, workspace)
     if sys.stdout.isatty():  # the model file's template wrote it: shown, not run
         from agent.untrusted import visible
 

@@ -21,40 +21,18 @@ from agent.cli import repomap as cli_repomap
 from agent.cli import tasks as cli_tasks
 from agent.cli.common import (
     EXIT_USAGE,
-    WORKSPACE_HOOKS_HELP,
-    WORKSPACE_MCP_HELP,
-    AutoLintOpt,
-    AutoTestOpt,
     BosunApp,
-    ConfigModelOpt,
-    LintCmdOpt,
     ModelOpt,
-    TestCmdOpt,
-    ToolsOpt,
     WorkspaceOpt,
-    YesOpt,
-    check_settings,
-    config_hooks,
-    config_map_tokens,
-    config_speculate,
-    config_tools,
     fail,
-    mcp_servers,
-    tool_changes,
 )
 from agent.cli.options import (
-    GIT_HELP,
-    NET_HELP,
-    SANDBOX_HELP,
-    SPECULATE_HELP,
     Api,
-    Approve,
-    Constrain,
     Output,
-    Sandbox,
-    Speculate,
+    Shared,
     parse_ablations,
     seconds_or_off,
+    shared_options,
 )
 from agent.cli.tasks import (
     Executor,
@@ -93,20 +71,14 @@ def main(
 
 
 @app.command()
+@shared_options
 def run(
     prompt: Annotated[str | None, typer.Argument(help="The task; '-' reads it from stdin.")] = None,
-    model: ModelOpt = "smollm2-135m",
     workspace: WorkspaceOpt = None,
     output: Annotated[Output, typer.Option(help="text for people, jsonl for scripts.")] = (
         Output.text
     ),
     max_turns: Annotated[int, typer.Option(min=1, help="Most model calls in this run.")] = 30,
-    approve: Annotated[
-        Approve, typer.Option(help="Which tools may run without asking.")
-    ] = Approve.ask,
-    constrain: Annotated[
-        Constrain, typer.Option(help="Grammar-constrained tool calls.")
-    ] = Constrain.auto,
     trace: Annotated[
         Path | None, typer.Option(help="Append every exact prompt and completion to FILE.")
     ] = None,
@@ -135,15 +107,6 @@ def run(
             " prompt's prefill on a CPU can take minutes); off: no limit. Default 600.",
         ),
     ] = "600",
-    context_size: Annotated[
-        int | None,
-        typer.Option(
-            "--context-size",
-            min=256,
-            help="Context window in tokens; long runs compact to stay inside it.",
-        ),
-    ] = None,
-    speculate: Annotated[Speculate | None, typer.Option(help=SPECULATE_HELP)] = None,
     strict: Annotated[
         bool,
         typer.Option(
@@ -163,21 +126,8 @@ def run(
             help="Evaluation only: turn off 'salvage' and/or 'retention' (comma-separated).",
         ),
     ] = "",
-    sandbox: Annotated[Sandbox, typer.Option(help=SANDBOX_HELP)] = Sandbox.auto,
-    allow_net: Annotated[bool, typer.Option("--allow-net", help=NET_HELP)] = False,
-    allow_git_writes: Annotated[bool, typer.Option("--allow-git-writes", help=GIT_HELP)] = False,
-    allow_workspace_mcp: Annotated[
-        bool, typer.Option("--allow-workspace-mcp", help=WORKSPACE_MCP_HELP)
-    ] = False,
-    allow_workspace_hooks: Annotated[
-        bool, typer.Option("--allow-workspace-hooks", help=WORKSPACE_HOOKS_HELP)
-    ] = False,
-    tools: ToolsOpt = None,
-    yes: YesOpt = False,
-    lint_cmd: LintCmdOpt = None,
-    test_cmd: TestCmdOpt = None,
-    auto_lint: AutoLintOpt = None,
-    auto_test: AutoTestOpt = None,
+    *,
+    shared: Shared,
 ) -> None:
     """Run one task headless and exit: 0 done, 1 error, 2 usage, 3 budget/stuck, 4 nothing
     allowed (refused/declined), 130 ^C. Text piped in joins the prompt.
@@ -186,37 +136,16 @@ def run(
     (a bad line of the file counts as a failed task, tagged "line N", unless --strict).
     """
     ablations = parse_ablations(ablate)
-    changes = tool_changes(tools)  # a bad name fails before anything loads
-    if changes is None:
-        changes = config_tools(workspace)
-    if yes:
-        approve = Approve.auto
     if tasks is not None and prompt is not None:
         fail("give a PROMPT or --tasks FILE, not both", EXIT_USAGE)
     batch_flags(tasks, shard, results, redo, executor, ray_address)
-    from agent.run.settings import Settings
-    from agent.tools.sandbox import resolve_sandbox
+    from agent.run.config import settings_for
 
-    checks = check_settings(workspace, lint_cmd, test_cmd, auto_lint, auto_test)
-    policy = resolve_sandbox(sandbox.value, allow_net=allow_net, allow_git_writes=allow_git_writes)
-    settings = Settings(
-        model=model,
-        workspace=workspace if workspace is not None else Path.cwd(),
-        approve=approve.value,
-        constrain=constrain.value,
+    settings = settings_for(workspace, shared.settings).but(
         api=api.value if api is not None else None,
         request_timeout=seconds_or_off("--request-timeout", request_timeout),
-        speculate=config_speculate(workspace, speculate.value if speculate else None),
-        context_size=context_size,
-        sandbox=policy,
-        allow_net=allow_net,
-        allow_git_writes=allow_git_writes,
-        mcp_servers=mcp_servers(workspace),
-        allow_workspace_mcp=allow_workspace_mcp,
-        hooks=config_hooks(workspace),
-        allow_workspace_hooks=allow_workspace_hooks,
-        tools=changes,
-        repo_map_tokens=config_map_tokens(workspace),
+        allow_workspace_mcp=shared.allow_workspace_mcp,
+        allow_workspace_hooks=shared.allow_workspace_hooks,
         max_turns=max_turns,
         trace=trace,
         ablate=ablations,
@@ -228,7 +157,6 @@ def run(
         redo=redo,
         executor=executor.value,
         ray_address=ray_address,
-        **checks,
     )
     if tasks is not None:
         from agent.run.batch import run_tasks
@@ -251,15 +179,9 @@ def run(
 
 
 @app.command()
+@shared_options
 def chat(
-    model: ConfigModelOpt = None,
     workspace: WorkspaceOpt = None,
-    approve: Annotated[
-        Approve | None, typer.Option(help="Which tools may run without asking.")
-    ] = None,
-    constrain: Annotated[
-        Constrain | None, typer.Option(help="Grammar-constrained tool calls.")
-    ] = None,
     resume: Annotated[
         str | None,
         typer.Option(
@@ -275,53 +197,20 @@ def chat(
     show_reasoning: Annotated[
         bool, typer.Option("--show-reasoning", help="Show the model's reasoning as it streams.")
     ] = False,
-    context_size: Annotated[
-        int | None, typer.Option("--context-size", min=256, help="Context window in tokens.")
-    ] = None,
-    speculate: Annotated[Speculate | None, typer.Option(help=SPECULATE_HELP)] = None,
-    sandbox: Annotated[
-        Sandbox | None, typer.Option(help=SANDBOX_HELP + " Default: config, else auto.")
-    ] = None,
-    allow_net: Annotated[bool | None, typer.Option("--allow-net", help=NET_HELP)] = None,
-    allow_git_writes: Annotated[
-        bool | None, typer.Option("--allow-git-writes", help=GIT_HELP)
-    ] = None,
-    allow_workspace_mcp: Annotated[
-        bool, typer.Option("--allow-workspace-mcp", help=WORKSPACE_MCP_HELP)
-    ] = False,
-    allow_workspace_hooks: Annotated[
-        bool, typer.Option("--allow-workspace-hooks", help=WORKSPACE_HOOKS_HELP)
-    ] = False,
-    tools: ToolsOpt = None,
-    yes: YesOpt = False,
-    lint_cmd: LintCmdOpt = None,
-    test_cmd: TestCmdOpt = None,
-    auto_lint: AutoLintOpt = None,
-    auto_test: AutoTestOpt = None,
+    *,
+    shared: Shared,
 ) -> None:
     """Talk to the agent in a terminal: streamed answers, tool calls, diffs, approvals."""
     from agent.ui.app import chat_command
 
-    changes = tool_changes(tools)
-    if yes:
-        approve = Approve.auto
     code = chat_command(
-        model,
         workspace,
-        approve.value if approve is not None else None,
+        shared.settings,
         resume,
         continue_,
         show_reasoning,
-        constrain.value if constrain is not None else None,
-        context_size,
-        sandbox=sandbox.value if sandbox is not None else None,
-        allow_net=allow_net,
-        allow_git_writes=allow_git_writes,
-        allow_workspace_mcp=allow_workspace_mcp,
-        tools=changes,
-        checks=(lint_cmd, test_cmd, auto_lint, auto_test),
-        allow_workspace_hooks=allow_workspace_hooks,
-        speculate=speculate.value if speculate is not None else None,
+        allow_workspace_mcp=shared.allow_workspace_mcp,
+        allow_workspace_hooks=shared.allow_workspace_hooks,
     )
     raise typer.Exit(code)
 

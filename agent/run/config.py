@@ -18,22 +18,24 @@ import re
 import stat
 import sys
 import tomllib
-from dataclasses import dataclass, fields, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from agent.errors import UsageError
 from agent.loop.repomap import MAX_TOKENS as MAX_MAP
-from agent.mcp.servers import Origin, ServerSpec, merge, parse_servers, read_mcp_json
+from agent.mcp.servers import Origin, merge, parse_servers, read_mcp_json
+from agent.run.settings import Settings, config_keys
 from agent.session import bosun_home
 from agent.tools import parse_tool_changes
 from agent.tools.checks import CheckCmd, merge_lint, parse_lint_cmd, parse_test_cmd
-from agent.tools.hooks import HookSpec, parse_hooks, read_claude_settings
+from agent.tools.hooks import parse_hooks, read_claude_settings
 from agent.tools.permissions import APPROVE_MODES
 from agent.tools.sandbox import SANDBOX_MODES, SandboxPolicy, resolve_sandbox
 from agent.untrusted import TooDeep, check_depth
-from drivers.bundled import BUNDLED, DEFAULT_MODEL
+from drivers.bundled import BUNDLED
 from drivers.llama_speculate import SPECULATE_MODES
 
 CONSTRAIN_MODES = ("auto", "always", "never")
@@ -44,52 +46,10 @@ _SANDBOX_LOOSENESS = {"on": 0, "auto": 1, "off": 2}
 MAX_CONFIG_BYTES = 64 * 1024
 
 
-@dataclass(frozen=True)
-class Config:
-    model: str = DEFAULT_MODEL
-    approve: str = "ask"
-    constrain: str = "auto"
-    context_size: int | None = None  # None: the driver's default for the model
-    compact_at: float | None = None  # None: agent.loop.context's default (0.8 of the context)
-    sandbox: str = "auto"  # bash in bubblewrap: auto (where it works), on, off
-    allow_net: bool = False  # the sandbox's network
-    allow_git_writes: bool = False  # the workspace's .git/ writable in the sandbox
-    sandbox_read: tuple[str, ...] = ()  # hidden folders shown read-only (user file only)
-    # [mcp_servers.NAME] of both files and the workspace's .mcp.json (agent.mcp.servers)
-    mcp_servers: tuple[ServerSpec, ...] = ()
-    # `tools = "+apply_patch,-edit_file"`: changes to the model's tool set, as --tools
-    tools: tuple[str, ...] = ()
-    # the lint/test loop (agent.loop.checks): `lint_cmd` a command or a table by file
-    # extension or language; a workspace's commands carry their origin (they are refused
-    # where bash would ask: agent.tools.checks)
-    lint_cmd: tuple[CheckCmd, ...] = ()
-    test_cmd: CheckCmd | None = None
-    auto_lint: bool = False
-    auto_test: bool = False
-    test_rounds: int = 2
-    test_timeout: int = 300
-    # Not a setting (no file may set it): the model the workspace's file chose, if it
-    # did; a server it names never gets the user's API key.
-    workspace_model: str | None = None
-    # files bigger than this are left out of the checkpoints' snapshots (agent.tools.shadow);
-    # a workspace file may only raise it
-    checkpoint_max_mb: float = 10.0
-    # [[hooks.EVENT]] of both files, then the workspace's .claude/settings.json (in that
-    # order; agent.tools.hooks): the workspace's run once trusted (agent.run.hooks)
-    hooks: tuple[HookSpec, ...] = ()
-    # the repository map's share of the prompt in tokens (0: none); None: by the context
-    repo_map_tokens: int | None = None
-    # OpenTelemetry spans over OTLP/HTTP (agent.run.telemetry); `otel_content` adds
-    # prompts, replies and tool arguments/results. The user's file only: a repository
-    # must not send what it reads to wherever the user's collector forwards it.
-    otel: bool = False
-    otel_content: bool = False
-    # prompt-lookup speculation in the in-process driver (drivers.llama_speculate)
-    speculate: str = "auto"
-
-
-_USER_ONLY = ("otel", "otel_content")
-_NOT_SETTINGS = frozenset({"workspace_model"})
+# The config files' record is the settings record: every key is a `Settings` field,
+# marked there (agent.run.settings.key), so no second list of them can drift.
+Config = Settings
+_USER_ONLY = tuple(k for k, f in config_keys().items() if f.metadata["scope"] == "user")
 
 
 def user_config_path() -> Path:
@@ -128,7 +88,7 @@ def parse_config_file(path: Path, origin: Origin = "user") -> dict[str, Any]:
         data = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, TooDeep) as exc:
         raise UsageError(f"{path} is not valid TOML: {exc}") from None
-    known = {f.name for f in fields(Config)} - _NOT_SETTINGS
+    known = set(config_keys())
     out: dict[str, Any] = {}
     for key, value in data.items():
         where = f"{path}: {key}"
@@ -205,62 +165,93 @@ def parse_config_file(path: Path, origin: Origin = "user") -> dict[str, Any]:
 _CHECK_LIMITS = {"test_rounds": (0, 10), "test_timeout": (1, 3600)}
 
 
-def load_config(workspace: Path | None = None, *, user_file: Path | None = None) -> Config:
+def load_config(workspace: Path | None = None, *, user_file: Path | None = None) -> Settings:
     """Defaults, overridden by the user's config.toml, then by the workspace's file."""
-    config = Config()
+    return layered(workspace, user_file=user_file)[0]
+
+
+Sources = dict[str, str]  # config key -> "default" | "user" | "workspace" | "flag"
+
+
+def _fields(found: Mapping[str, Any]) -> dict[str, Any]:
+    """A file's keys as `Settings` field names (`sandbox` is `sandbox_mode`)."""
+    keys = config_keys()
+    return {keys[k].name if k in keys else k: v for k, v in found.items()}
+
+
+def layered(
+    workspace: Path | None = None, *, user_file: Path | None = None
+) -> tuple[Settings, Sources]:
+    """The files' settings and where each key's value came from: defaults < the user's
+    config.toml < the workspace's .bosun.toml (which may only make things stricter)."""
+    config = Settings()
+    sources: Sources = dict.fromkeys(config_keys(), "default")
     user = user_file if user_file is not None else user_config_path()
     if user.is_file():
-        config = replace(config, **parse_config_file(user))
+        found = parse_config_file(user)
+        config = replace(config, **_fields(found))
+        sources.update(dict.fromkeys(found, "user"))
     local = workspace / WORKSPACE_FILE if workspace is not None else None
     servers = config.mcp_servers
     if local is not None and (local.exists() or local.is_symlink()):
-        settings = parse_config_file(local, "workspace")
-        for key in [k for k in _USER_ONLY if k in settings]:
-            sys.stderr.write(
-                f"bosun: ignoring {key} = {settings.pop(key)!r} in {local}: only the user's"
-                f" own config ({user}) or OTEL_* variables turn on telemetry\n"
-            )
+        settings = _stricter_only(parse_config_file(local, "workspace"), config, local, user)
         servers = merge(servers, settings.pop("mcp_servers", ()), warn=_warn)
-        model = settings.get("model")
-        if model is not None and not _model_a_workspace_may_choose(model):
-            sys.stderr.write(
-                f"bosun: ignoring model = {model!r} in {local}: a workspace file may only"
-                " name a bundled model or a server on this machine (set it in"
-                f" {user} or pass --model)\n"
-            )
-            del settings["model"]
-        elif model is not None:
-            settings["workspace_model"] = model
-        wanted = settings.get("approve")
-        if wanted is not None and looser_approval(wanted, config.approve):
-            sys.stderr.write(
-                f"bosun: ignoring approve = {wanted!r} in {local}: a workspace file may not"
-                f" loosen approval beyond {config.approve!r} (set it in {user} or pass"
-                " --approve)\n"
-            )
-            del settings["approve"]
-        for key in _looser_sandbox(settings, config):
-            sys.stderr.write(
-                f"bosun: ignoring {key} = {settings.pop(key)!r} in {local}: a workspace file"
-                f" may only make the sandbox stricter (set it in {user} or pass a flag)\n"
-            )
-        cap = settings.get("checkpoint_max_mb")
-        if cap is not None and cap < config.checkpoint_max_mb:
-            sys.stderr.write(
-                f"bosun: ignoring checkpoint_max_mb = {settings.pop('checkpoint_max_mb')!r} in"
-                f" {local}: a workspace file may only raise it above"
-                f" {config.checkpoint_max_mb:g} MB, so that /undo covers more files, never"
-                f" fewer (set it in {user})\n"
-            )
-        if "lint_cmd" in settings:  # by extension: the user's others stay
-            settings["lint_cmd"] = merge_lint(config.lint_cmd, settings["lint_cmd"])
-        settings["hooks"] = config.hooks + settings.get("hooks", ())  # both files' run
-        config = replace(config, **settings)
+        sources.update(dict.fromkeys((k for k in settings if k != "workspace_model"), "workspace"))
+        config = replace(config, **_fields(settings))
     if workspace is not None:
         servers = merge(servers, read_mcp_json(workspace, read_config_file), warn=_warn)
         claude = read_claude_settings(workspace, read_config_file, _warn)
         config = replace(config, hooks=config.hooks + claude)
-    return replace(config, mcp_servers=servers)
+    return replace(config, mcp_servers=servers), sources
+
+
+def _stricter_only(
+    settings: dict[str, Any], config: Settings, local: Path, user: Path
+) -> dict[str, Any]:
+    """A workspace file's settings, less what it may not set (told on stderr, one line
+    each): telemetry, a model elsewhere than here, looser approval or sandbox, a smaller
+    checkpoint cap. Its lint commands join the user's, its hooks follow the user's."""
+    for key in [k for k in _USER_ONLY if k in settings and k != "sandbox_read"]:
+        sys.stderr.write(
+            f"bosun: ignoring {key} = {settings.pop(key)!r} in {local}: only the user's"
+            f" own config ({user}) or OTEL_* variables turn on telemetry\n"
+        )
+    model = settings.get("model")
+    if model is not None and not _model_a_workspace_may_choose(model):
+        sys.stderr.write(
+            f"bosun: ignoring model = {model!r} in {local}: a workspace file may only"
+            " name a bundled model or a server on this machine (set it in"
+            f" {user} or pass --model)\n"
+        )
+        del settings["model"]
+    elif model is not None:
+        settings["workspace_model"] = model
+    wanted = settings.get("approve")
+    if wanted is not None and looser_approval(wanted, config.approve):
+        sys.stderr.write(
+            f"bosun: ignoring approve = {wanted!r} in {local}: a workspace file may not"
+            f" loosen approval beyond {config.approve!r} (set it in {user} or pass"
+            " --approve)\n"
+        )
+        del settings["approve"]
+    for key in _looser_sandbox(settings, config):
+        sys.stderr.write(
+            f"bosun: ignoring {key} = {settings.pop(key)!r} in {local}: a workspace file"
+            f" may only make the sandbox stricter (set it in {user} or pass a flag)\n"
+        )
+    cap = settings.get("checkpoint_max_mb")
+    if cap is not None and cap < config.checkpoint_max_mb:
+        sys.stderr.write(
+            f"bosun: ignoring checkpoint_max_mb = {settings.pop('checkpoint_max_mb')!r} in"
+            f" {local}: a workspace file may only raise it above"
+            f" {config.checkpoint_max_mb:g} MB, so that /undo covers more files, never"
+            f" fewer (set it in {user})\n"
+        )
+    if "lint_cmd" in settings:  # by extension: the user's others stay
+        settings["lint_cmd"] = merge_lint(config.lint_cmd, settings["lint_cmd"])
+    if "hooks" in settings:
+        settings["hooks"] = config.hooks + settings["hooks"]  # both files' run
+    return settings
 
 
 def looser_approval(wanted: str, ceiling: str) -> bool:
@@ -273,11 +264,11 @@ def _warn(line: str) -> None:
     sys.stderr.write(f"bosun: {line}\n")
 
 
-def _looser_sandbox(settings: dict[str, Any], config: Config) -> list[str]:
+def _looser_sandbox(settings: dict[str, Any], config: Settings) -> list[str]:
     """The sandbox settings of a workspace file that would loosen the user's."""
     looser = []
     wanted = settings.get("sandbox")
-    if wanted is not None and _SANDBOX_LOOSENESS[wanted] > _SANDBOX_LOOSENESS[config.sandbox]:
+    if wanted is not None and _SANDBOX_LOOSENESS[wanted] > _SANDBOX_LOOSENESS[config.sandbox_mode]:
         looser.append("sandbox")
     looser += [k for k in ("allow_net", "allow_git_writes") if settings.get(k) is True]
     if settings.get("sandbox_read"):
@@ -321,52 +312,66 @@ def is_loopback_url(url: str) -> bool:
     return address.is_loopback and not getattr(address, "ipv4_mapped", None)
 
 
-def resolve(
+def settings_for(
     workspace: Path | None,
+    flags: Mapping[str, Any] | None = None,
     *,
-    model: str | None = None,
-    approve: str | None = None,
-    constrain: str | None = None,
-    context_size: int | None = None,
-    sandbox: str | None = None,
-    speculate: str | None = None,
-    allow_net: bool | None = None,
-    allow_git_writes: bool | None = None,
-    tools: tuple[str, ...] | None = None,
-    lint_cmd: tuple[CheckCmd, ...] = (),
-    test_cmd: str | None = None,
-    auto_lint: bool | None = None,
-    auto_test: bool | None = None,
-) -> Config:
-    """The settings for a run: the files' values with every flag the user gave on top."""
-    config = load_config(workspace)
-    flags: dict[str, Any] = {
-        "model": model,
-        "approve": approve,
-        "constrain": constrain,
-        "speculate": speculate,
-        "context_size": context_size,
-        "sandbox": sandbox,
-        "allow_net": allow_net,
-        "allow_git_writes": allow_git_writes,
-        "tools": tools,
-        "auto_lint": auto_lint,
-        "auto_test": auto_test,
-        "test_cmd": CheckCmd(test_cmd.strip(), "flag") if test_cmd is not None else None,
-    }
-    config = replace(config, **{k: v for k, v in flags.items() if v is not None})
-    if lint_cmd:
-        config = replace(config, lint_cmd=merge_lint(config.lint_cmd, lint_cmd))
-    if model is not None:  # the user's own choice, even where it names the same server
+    face: Mapping[str, Any] | None = None,
+) -> Settings:
+    """The settings every face runs on, from one place: `face`'s own defaults (mcp
+    serve's approve mode) < the config files for `workspace` < `flags`, the values the
+    user gave (None: not given; keys are `Settings` fields, `sandbox_mode` the mode).
+    The sandbox policy is resolved last, from the mode and its knobs in force."""
+    return resolved(workspace, flags, face=face)[0]
+
+
+def resolved(
+    workspace: Path | None,
+    flags: Mapping[str, Any] | None = None,
+    *,
+    face: Mapping[str, Any] | None = None,
+) -> tuple[Settings, Sources]:
+    """`settings_for`, with the source of each config key's value (`bosun config`)."""
+    root = workspace if workspace is not None else Path.cwd()
+    config, sources = layered(root if root.is_dir() else None)
+    for name, value in (face or {}).items():
+        key = _key_of(name)
+        if key is None or sources.get(key) == "default":
+            config = replace(config, **{name: value})
+    given = {k: v for k, v in (flags or {}).items() if v is not None}
+    lint = given.pop("lint_cmd", ())
+    if isinstance(given.get("test_cmd"), str):
+        given["test_cmd"] = CheckCmd(given["test_cmd"].strip(), "flag")
+    config = replace(config, **given)
+    if lint:
+        config = replace(config, lint_cmd=merge_lint(config.lint_cmd, lint))
+    if "model" in given:  # the user's own choice, even where it names the same server
         config = replace(config, workspace_model=None)
-    return config
+    for name in (*given, *(("lint_cmd",) if lint else ())):
+        key = _key_of(name)
+        if key is not None:
+            sources[key] = "flag"
+    policy = given.get("sandbox") if "sandbox" in given else config_sandbox(config)
+    return replace(config, workspace=root, sandbox=policy), sources
 
 
-def config_sandbox(config: Config) -> SandboxPolicy | None:
+def _key_of(name: str) -> str | None:
+    """The config key a `Settings` field is set by, if any."""
+    return next((k for k, f in config_keys().items() if f.name == name), None)
+
+
+def resolve(workspace: Path | None, **flags: Any) -> Settings:
+    """`settings_for` with the flags as keyword arguments (`sandbox`: the mode)."""
+    if "sandbox" in flags:
+        flags["sandbox_mode"] = flags.pop("sandbox")
+    return settings_for(workspace, flags)
+
+
+def config_sandbox(config: Settings) -> SandboxPolicy | None:
     """The sandbox a resolved config asks for: its mode, network, .git writes and
     read-only folders, in one place for every face that starts from a config."""
     return resolve_sandbox(
-        config.sandbox,
+        config.sandbox_mode,
         allow_net=config.allow_net,
         allow_git_writes=config.allow_git_writes,
         read_only=config.sandbox_read,

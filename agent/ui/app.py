@@ -5,9 +5,10 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from textwrap import indent
+from typing import Any
 
 from rich.console import Console
 from rich.markdown import Markdown
@@ -28,7 +29,7 @@ from agent.history import (
 from agent.mcp.servers import ServerSpec
 from agent.run.assemble import check_workspace
 from agent.run.chat import ChatSession
-from agent.run.config import config_sandbox, resolve
+from agent.run.config import settings_for
 from agent.run.settings import Settings
 from agent.session import (
     PICK,
@@ -38,7 +39,6 @@ from agent.session import (
     session_path,
 )
 from agent.tools import Tool
-from agent.tools.checks import lint_flags
 from agent.tools.hooks import HookSpec
 from agent.tools.permissions import Approval, Decline
 from agent.ui import commands, mentions
@@ -320,31 +320,22 @@ class Repl:
 
 
 def chat_command(
-    model: str | None,
     workspace: Path | None,
-    approve: str | None,
+    flags: Mapping[str, Any],
     resume: str | None,
     continue_: bool,
     show_reasoning: bool,
-    constrain: str | None,
-    context_size: int | None = None,
     *,
-    sandbox: str | None = None,
-    allow_net: bool | None = None,
-    allow_git_writes: bool | None = None,
     allow_workspace_mcp: bool = False,
-    tools: tuple[str, ...] | None = None,
-    checks: tuple[list[str] | None, str | None, bool | None, bool | None] | None = None,
     allow_workspace_hooks: bool = False,
-    speculate: str | None = None,
 ) -> int:
-    """Run the REPL until the user leaves; the exit code (0) for `bosun chat`."""
+    """Run the REPL until the user leaves; the exit code (0) for `bosun chat`. `flags`:
+    the config keys the user gave (agent.run.config.settings_for)."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UsageError("bosun chat needs a terminal; for scripts use bosun run")
     if resume and continue_:
         raise UsageError("give --resume ID or --continue, not both")
     ws = check_workspace(workspace if workspace is not None else Path.cwd())
-    lint_cmd, test_cmd, auto_lint, auto_test = checks or (None, None, None, None)
     path: Path | None = None
     if resume == PICK:
         resume = pick_session(Console(highlight=False), ws)
@@ -360,26 +351,9 @@ def chat_command(
         path = latest_session(ws)
         if path is None:
             raise UsageError(f"no earlier session in {ws}; start one with 'bosun chat'")
-    config = resolve(
-        ws,
-        model=model,
-        approve=approve,
-        constrain=constrain,
-        speculate=speculate,
-        context_size=context_size,
-        sandbox=sandbox,
-        allow_net=allow_net,
-        allow_git_writes=allow_git_writes,
-        tools=tools,
-        lint_cmd=lint_flags(lint_cmd or ()),
-        test_cmd=test_cmd,
-        auto_lint=auto_lint,
-        auto_test=auto_test,
+    settings = settings_for(ws, flags).but(
+        allow_workspace_mcp=allow_workspace_mcp, allow_workspace_hooks=allow_workspace_hooks
     )
-    policy = config_sandbox(config)
-    settings = Settings.from_config(
-        config, workspace=ws, sandbox=policy, allow_workspace_mcp=allow_workspace_mcp
-    ).but(allow_workspace_hooks=allow_workspace_hooks)
     repl = Repl(
         Console(highlight=False), settings, show_reasoning, keep_workspace=workspace is not None
     )

@@ -308,7 +308,7 @@ def test_chat_resume_passes_an_explicit_workspace_on(
     monkeypatch.setattr("sys.stdin.isatty", lambda: True)
     monkeypatch.setattr("sys.stdout.isatty", lambda: True)
     code = app_module.chat_command(
-        f"scripted:{script_file('x')}", other, None, path.stem, False, False, None
+        other, {"model": f"scripted:{script_file('x')}"}, path.stem, False, False
     )
     assert code == 0 and seen["resumed"] == path
     assert seen["settings"].workspace == other.resolve() and seen["keep_workspace"] is True

@@ -24,9 +24,13 @@ def test_user_file_then_workspace_file_then_flags(workspace: Path) -> None:
     write(workspace / ".bosun.toml", 'model = "openai:http://127.0.0.1:8080/v1#b"\n')
     server = "openai:http://127.0.0.1:8080/v1#b"
     # the workspace chose the server: it is marked so (it gets no API key)
-    assert load_config(workspace) == Config(server, "ask", "never", 4096, workspace_model=server)
+    assert load_config(workspace) == Config(
+        model=server, constrain="never", context_size=4096, workspace_model=server
+    )
     flags = resolve(workspace, model="c.gguf", constrain="always", context_size=2048)
-    assert flags == Config("c.gguf", "ask", "always", 2048)
+    picked = (flags.model, flags.approve, flags.constrain, flags.context_size)
+    assert picked == ("c.gguf", "ask", "always", 2048)
+    assert flags.workspace_model is None and flags.workspace == workspace
     assert resolve(workspace, approve=None).model.endswith("#b")  # None means "not given"
 
 

@@ -31,7 +31,7 @@ def test_a_workspace_file_may_make_the_sandbox_stricter_only(
     workspace: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     write(workspace / ".bosun.toml", 'sandbox = "on"\n')
-    assert load_config(workspace).sandbox == "on"
+    assert load_config(workspace).sandbox_mode == "on"
     loose = 'sandbox = "off"\nallow_net = true\nallow_git_writes = true\nsandbox_read = ["/"]\n'
     write(workspace / ".bosun.toml", loose)
     assert load_config(workspace) == Config()
@@ -44,10 +44,10 @@ def test_a_workspace_file_may_make_the_sandbox_stricter_only(
 def test_the_user_file_and_flags_may_loosen_it(workspace: Path) -> None:
     write(user_config_path(), 'sandbox = "off"\nallow_net = true\nsandbox_read = ["~/.pyenv"]\n')
     config = load_config(workspace)
-    assert (config.sandbox, config.allow_net, config.sandbox_read) == ("off", True, ("~/.pyenv",))
+    assert (config.sandbox_mode, config.allow_net, config.sandbox_read) == ("off", True, ("~/.pyenv",))
     write(workspace / ".bosun.toml", 'sandbox = "auto"\nallow_net = false\n')
-    assert load_config(workspace).sandbox == "auto"  # stricter than the user's "off"
-    assert resolve(workspace, sandbox="off", allow_git_writes=True).sandbox == "off"
+    assert load_config(workspace).sandbox_mode == "auto"  # stricter than the user's "off"
+    assert resolve(workspace, sandbox="off", allow_git_writes=True).sandbox_mode == "off"
 
 
 @pytest.mark.parametrize(
