@@ -44,7 +44,11 @@ def test_a_workspace_file_may_make_the_sandbox_stricter_only(
 def test_the_user_file_and_flags_may_loosen_it(workspace: Path) -> None:
     write(user_config_path(), 'sandbox = "off"\nallow_net = true\nsandbox_read = ["~/.pyenv"]\n')
     config = load_config(workspace)
-    assert (config.sandbox_mode, config.allow_net, config.sandbox_read) == ("off", True, ("~/.pyenv",))
+    assert (config.sandbox_mode, config.allow_net, config.sandbox_read) == (
+        "off",
+        True,
+        ("~/.pyenv",),
+    )
     write(workspace / ".bosun.toml", 'sandbox = "auto"\nallow_net = false\n')
     assert load_config(workspace).sandbox_mode == "auto"  # stricter than the user's "off"
     assert resolve(workspace, sandbox="off", allow_git_writes=True).sandbox_mode == "off"
