@@ -14,7 +14,7 @@
 #    bosun never imports, so it is installed with --no-deps.
 #  * bubblewrap (`bwrap`) is what bash's sandbox runs in (agent/tools/sandbox.py). As root
 #    with apt it is installed here; otherwise install it with your package manager, or
-#    bash asks before every command (see the README, "Tools and safety").
+#    bash asks before every command (see docs/tools-and-safety.md).
 # Set CMAKE_ARGS yourself to override the flags (e.g. -DGGML_CUDA=on for an NVIDIA GPU).
 set -euo pipefail
 

@@ -2,7 +2,7 @@
 
 The terminal UI, the JSONL printer and the session file all consume these same objects,
 so what a script sees on stdout is exactly what the REPL showed and what was saved.
-Field names are the public JSONL schema (README.md): flat, one object per line.
+Field names are the public JSONL schema (docs/usage/run-and-batches.md): flat, one object per line.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ _EXIT_CODES = {
 @dataclass(frozen=True)
 class AgentEvent:
     type: ClassVar[str] = ""
-    # For a screen alone: not part of the JSONL schema (README.md) nor of a session file,
+    # For a screen alone: not part of the JSONL schema (docs/) nor of a session file,
     # since it says nothing a script or a resumed session could use.
     transient: ClassVar[bool] = False
 

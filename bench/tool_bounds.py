@@ -7,7 +7,7 @@ built in a temporary folder, one tool call runs through the registry as the loop
 it, and the table shows the wall time, the peak resident memory of the bosun process
 and of the largest child it started (ripgrep, the shell), and the first line of what
 the model would read. The bounds these numbers sit under are bosun's own limits (see
-the README): 20 s and 1 GiB of address space for each ripgrep run, 256 kB read per
+docs/tools-and-safety.md): 20 s and 1 GiB of address space for each ripgrep run, 256 kB read per
 read_file, 16 kB of AGENTS.md, 20,000 folder entries scanned, 30 kB of shell output.
 A child's peak includes the copy of bosun it was forked from (about 30 MB) before it
 ran its own program.

@@ -4,7 +4,7 @@ A driver knows nothing about tools or history. Everything model-independent (tem
 parsing, tool execution) happens in `agent`, so a new backend is one small file. The
 contract is explicit: `TextDriver` (every backend) and `ChatDriver` (a server that
 applies its own template), with `DriverInfo` for what a backend may or may not offer.
-`drivers` imports nothing from `agent` but `agent.history`.
+`drivers` imports nothing of `agent`.
 """
 
 from __future__ import annotations

@@ -451,7 +451,7 @@ def open_llama(spec: str, **options: Any) -> LlamaDriver:
         import llama_cpp  # noqa: F401
     except ImportError:
         raise UsageError(
-            "llama-cpp-python is not installed; run ./install.sh (see README)"
+            "llama-cpp-python is not installed; run ./install.sh (see docs/getting-started.md)"
         ) from None
     path, name = resolve_model(spec)
     return LlamaDriver(path, model=name, **options)

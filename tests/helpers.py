@@ -92,3 +92,14 @@ def snapshot(tmp_path: Path, workspace: Path) -> dict[str, bytes | str]:
             else:
                 seen[rel] = "dir"
     return seen
+
+
+@pytest.fixture(autouse=True, name="home")
+def own_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home of its own (~/.claude/commands, ~/.codex/prompts): never the user's.
+    Autouse where a module imports it."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    return home

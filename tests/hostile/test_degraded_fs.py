@@ -21,16 +21,7 @@ from agent.run.custom_commands import find_commands
 from agent.tools.restore import rewind_files
 from agent.tools.shadow import ShadowRepo, git_available
 from agent.tools.skill import find_skills
-
-
-@pytest.fixture(autouse=True)
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A home of its own (~/.claude/commands, ~/.codex/prompts): never the user's."""
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("CODEX_HOME", raising=False)
-    return home
+from tests.helpers import own_home  # noqa: F401 - an autouse fixture (`home`)
 
 
 def write(path: Path, text: str) -> Path:

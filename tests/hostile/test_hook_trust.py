@@ -27,6 +27,7 @@ from agent.run.settings import Settings
 from agent.tools.hooks import HookSpec
 from agent.tools.sandbox import SandboxPolicy, probe
 from tests.helpers import tool_call
+from tests.hooks.test_hostile import _alive
 from tests.hostile.conftest import RunBosun, World
 
 MARK = "echo ran >> hook-ran\n"  # what the approved script does: a line in the workspace
@@ -297,13 +298,4 @@ def test_a_workspace_hook_leaves_no_daemon_behind(bosun: RunBosun, workspace: Pa
     )
     run.assert_no_bug()
     assert decisions(run.events) == ["allow"]
-    left = []
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                with open(f"/proc/{entry.name}/cmdline", "rb") as fh:
-                    if tag.encode() in fh.read():
-                        left.append(int(entry.name))
-            except OSError:
-                continue
-    assert left == []
+    assert _alive(tag) == []

@@ -21,16 +21,7 @@ from agent.run.settings import Settings
 from agent.tools.doc_folders import MAX_ENTRIES
 from agent.ui import commands
 from agent.ui.render import Renderer
-
-
-@pytest.fixture(autouse=True)
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A home of its own (~/.claude/commands, ~/.codex/prompts): never the user's."""
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("CODEX_HOME", raising=False)
-    return home
+from tests.helpers import own_home  # noqa: F401 - an autouse fixture (`home`)
 
 
 def write(path: Path, text: str | bytes) -> Path:
